@@ -1,0 +1,1 @@
+"""scan2qa domain core: plain Python, no Dagster import."""

@@ -1,0 +1,59 @@
+"""``scan2qa`` command line.
+
+Each subcommand lives in its own module exposing ``add_arguments(parser)`` and
+``run(args) -> int``; modules are imported only when their command runs, so
+``scan2qa synth`` never pays for Dagster or Great Expectations imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from pipeline.errors import ConfigError, ScanError
+
+# command -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "synth": ("pipeline.synth.command", "write synthetic scans in a native dataset layout"),
+    "build": ("assets.build", "discover scans, register partitions and materialize the asset graph"),
+    "bench": ("pipeline.bench", "measure throughput against a baseline measured in the same run"),
+    "stats": ("pipeline.qa.stats", "question counts, answer distributions and baselines per type and budget"),
+    "export": ("pipeline.exports.command", "write a released benchmark in a harness layout"),
+    "eval": ("pipeline.scoring.command", "score a predictions file against a release"),
+    "baseline": ("pipeline.scoring.baselines", "write random/frequency/black baseline predictions"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="scan2qa", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        parser = build_parser()
+        if argv and argv[0] not in ("-h", "--help"):
+            parser.print_usage(sys.stderr)
+            print(f"scan2qa: unknown command {argv[0]!r}", file=sys.stderr)
+            return 2
+        parser.print_help()
+        return 0
+    name = argv[0]
+    module = importlib.import_module(COMMANDS[name][0])
+    parser = argparse.ArgumentParser(prog=f"scan2qa {name}", description=COMMANDS[name][1])
+    module.add_arguments(parser)
+    args = parser.parse_args(argv[1:])
+    try:
+        return int(module.run(args) or 0)
+    except (ScanError, ConfigError, FileNotFoundError) as exc:
+        print(f"scan2qa {name}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Run configuration: where scans and outputs live, seeds and thresholds.
+
+Every number the papers leave open is a default here, so profiles and users
+can override it without touching code. Loaded from YAML (``scan2qa.yaml`` or
+``--config``); unknown keys are rejected so that a typo never silently keeps
+a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.errors import ConfigError
+
+
+@dataclass
+class VisibilityConfig:
+    fraction_threshold: float = 0.05  # ReVSI: > 5% of the frame in the best sampled frame
+    small_object_pixels: int = 150  # pixel floor for small-vocabulary objects at 640x480
+    resolution_scale: float = 1.0  # < 1 renders a reduced-resolution mask and rescales counts
+
+
+@dataclass
+class FramesConfig:
+    fps: float = 10.0
+    fps_3rscan: float = 4.0
+    width: int = 640
+    height: int = 480
+    budgets: tuple[int, ...] = (64, 32, 16)
+
+
+@dataclass
+class Config:
+    scans_root: str = "data/scans"
+    output_root: str = "data/out"
+    label_map: str | None = None  # scannetv2-labels.combined.tsv; default: found at the scans root
+    seed: int = 0
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    frames: FramesConfig = field(default_factory=FramesConfig)
+    visibility: VisibilityConfig = field(default_factory=VisibilityConfig)
+    profiles: tuple[str, ...] = ("revsi", "vsibench", "pinpointqa")
+
+    @property
+    def tables_root(self) -> str:
+        return f"{self.output_root.rstrip('/')}/tables"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _build(cls, values: dict[str, Any], where: str):
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
+    kwargs = {}
+    for name, value in values.items():
+        default = getattr(cls(), name)
+        if dataclasses.is_dataclass(default):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}.{name}: expected a mapping, got {type(value).__name__}")
+            kwargs[name] = _build(type(default), value, f"{where}.{name}")
+        elif isinstance(default, tuple):
+            kwargs[name] = tuple(value)
+        else:
+            kwargs[name] = value
+    return cls(**kwargs)
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
+    """Read a YAML config (if given or ``./scan2qa.yaml`` exists) and apply overrides."""
+    values: dict[str, Any] = {}
+    candidate = Path(path) if path else Path("scan2qa.yaml")
+    if path and not candidate.exists():
+        raise ConfigError(f"{candidate}: config file not found")
+    if candidate.exists():
+        try:
+            values = yaml.safe_load(candidate.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{candidate}: not valid YAML: {exc}".splitlines()[0]) from None
+        if not isinstance(values, dict):
+            raise ConfigError(f"{candidate}: expected a mapping at the top level")
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return _build(Config, values, str(candidate) if candidate.exists() else "config")

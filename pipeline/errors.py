@@ -1,0 +1,21 @@
+"""Errors that name the scan, the file and the problem on one line.
+
+A bad scan must fail only its own partition, with a message a benchmark
+builder can act on without reading a traceback.
+"""
+
+from __future__ import annotations
+
+
+class ScanError(Exception):
+    """Bad input for one scan: ``"<key>: <file>: <problem>"``."""
+
+    def __init__(self, key: str, file: str, problem: str):
+        self.key = key
+        self.file = file
+        self.problem = problem
+        super().__init__(f"{key}: {file}: {problem}")
+
+
+class ConfigError(Exception):
+    """A configuration value that cannot be used."""

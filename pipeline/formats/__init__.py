@@ -1,0 +1,1 @@
+"""Native file formats shared by readers and the synthetic writers."""

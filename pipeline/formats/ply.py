@@ -1,0 +1,103 @@
+"""Binary PLY meshes as ScanNet ships them (VCGLIB layout: xyz float, rgba uchar, uchar/int face lists)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from plyfile import PlyData, PlyElement
+
+
+@dataclass
+class PlyMesh:
+    vertices: np.ndarray  # (V, 3) float64
+    triangles: np.ndarray  # (T, 3) int32
+    colors: np.ndarray | None  # (V, 3) uint8
+    vertex_properties: dict[str, np.ndarray]  # every other per-vertex property (label, objectId, ...)
+    face_properties: dict[str, np.ndarray]  # every other per-face property
+
+
+class PlyFormatError(ValueError):
+    pass
+
+
+def read_ply(path) -> PlyMesh:
+    """Read a triangle mesh; raises PlyFormatError on truncated or malformed files."""
+    try:
+        with open(path, "rb") as fh:
+            ply = PlyData.read(fh)
+    except Exception as exc:  # plyfile raises many types for truncated data
+        raise PlyFormatError(f"unreadable PLY ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+    if "vertex" not in ply:
+        raise PlyFormatError("no vertex element")
+    v = ply["vertex"].data
+    names = v.dtype.names
+    if not all(n in names for n in ("x", "y", "z")):
+        raise PlyFormatError("vertex element lacks x/y/z")
+    vertices = np.stack([v["x"], v["y"], v["z"]], axis=1).astype(np.float64)
+    colors = None
+    if all(n in names for n in ("red", "green", "blue")):
+        colors = np.stack([v["red"], v["green"], v["blue"]], axis=1).astype(np.uint8)
+    vprops = {n: np.asarray(v[n]) for n in names if n not in ("x", "y", "z", "red", "green", "blue", "alpha")}
+    triangles = np.zeros((0, 3), dtype=np.int32)
+    fprops: dict[str, np.ndarray] = {}
+    if "face" in ply:
+        f = ply["face"].data
+        list_name = "vertex_indices" if "vertex_indices" in f.dtype.names else "vertex_index"
+        if list_name not in f.dtype.names:
+            raise PlyFormatError("face element lacks vertex_indices")
+        faces = f[list_name]
+        if len(faces):
+            try:
+                triangles = np.stack(faces).astype(np.int32)
+            except ValueError:
+                raise PlyFormatError("faces are not all triangles") from None
+            if triangles.ndim != 2 or triangles.shape[1] != 3:
+                raise PlyFormatError("faces are not all triangles")
+            if triangles.min() < 0 or triangles.max() >= len(vertices):
+                raise PlyFormatError("face refers to a vertex that does not exist")
+        fprops = {n: np.asarray(f[n]) for n in f.dtype.names if n != list_name}
+    return PlyMesh(vertices, triangles, colors, vprops, fprops)
+
+
+def write_ply(
+    path,
+    vertices: np.ndarray,
+    triangles: np.ndarray,
+    colors: np.ndarray | None = None,
+    vertex_properties: dict[str, np.ndarray] | None = None,
+    face_properties: dict[str, np.ndarray] | None = None,
+    comment: str = "VCGLIB generated",
+) -> None:
+    """Write binary little-endian PLY in ScanNet's layout (float xyz, uchar rgba, uchar-count int faces)."""
+    n = len(vertices)
+    vdtype = [("x", "<f4"), ("y", "<f4"), ("z", "<f4")]
+    if colors is not None:
+        vdtype += [("red", "u1"), ("green", "u1"), ("blue", "u1"), ("alpha", "u1")]
+    for name, arr in (vertex_properties or {}).items():
+        vdtype.append((name, np.asarray(arr).dtype.str))
+    vdata = np.empty(n, dtype=vdtype)
+    vdata["x"], vdata["y"], vdata["z"] = (vertices[:, i].astype(np.float32) for i in range(3))
+    if colors is not None:
+        vdata["red"], vdata["green"], vdata["blue"] = (colors[:, i] for i in range(3))
+        vdata["alpha"] = 255
+    for name, arr in (vertex_properties or {}).items():
+        vdata[name] = arr
+    fdtype = [("vertex_indices", "O")]
+    for name, arr in (face_properties or {}).items():
+        fdtype.append((name, np.asarray(arr).dtype.str))
+    fdata = np.empty(len(triangles), dtype=fdtype)
+    fdata["vertex_indices"] = list(np.asarray(triangles, dtype=np.int32))
+    for name, arr in (face_properties or {}).items():
+        fdata[name] = arr
+    ply = PlyData(
+        [
+            PlyElement.describe(vdata, "vertex"),
+            PlyElement.describe(fdata, "face", val_types={"vertex_indices": "i4"}, len_types={"vertex_indices": "u1"}),
+        ],
+        text=False,
+        byte_order="<",
+        comments=[comment] if comment else [],
+    )
+    with open(path, "wb") as fh:
+        ply.write(fh)

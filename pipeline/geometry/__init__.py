@@ -1,0 +1,1 @@
+"""Plain functional geometry on numpy arrays (boxes, distances, polygons, ray casting)."""

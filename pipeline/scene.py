@@ -1,0 +1,116 @@
+"""In-memory model of one parsed scan, the common output of every dataset reader.
+
+Readers differ in layout, axes and units; once a scan is a ``ParsedScan`` it is
+in the world frame of SPEC §1 (metres, z up, OpenCV camera-to-world poses) and
+every later step treats all datasets alike. ``pipeline.scene_tables`` turns a
+``ParsedScan`` into the Arrow tables of ``pipeline.schemas``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class OrientedBox:
+    """Oriented box: ``rotation`` columns are the box axes in world coordinates."""
+
+    center: np.ndarray  # (3,)
+    extent: np.ndarray  # (3,) full side lengths along the rotation's columns
+    rotation: np.ndarray  # (3, 3)
+
+    @property
+    def vertical_axis(self) -> int:
+        """The rotation column most aligned with world z (formats put it anywhere)."""
+        return int(np.argmax(np.abs(self.rotation[2, :])))
+
+    @property
+    def height(self) -> float:
+        return float(self.extent[self.vertical_axis])
+
+    @property
+    def xy_extent(self) -> np.ndarray:
+        """The two horizontal side lengths."""
+        return np.delete(self.extent, self.vertical_axis)
+
+    def corners(self) -> np.ndarray:
+        """(8, 3) corners in world coordinates."""
+        signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
+        return self.center + (signs * (self.extent / 2.0)) @ self.rotation.T
+
+    def to_local(self, points: np.ndarray) -> np.ndarray:
+        return (np.asarray(points, dtype=float) - self.center) @ self.rotation
+
+    def contains(self, points: np.ndarray, tol: float = 1e-6) -> np.ndarray:
+        local = self.to_local(points)
+        return np.all(np.abs(local) <= self.extent / 2.0 + tol, axis=-1)
+
+
+@dataclass
+class Mesh:
+    vertices: np.ndarray  # (V, 3) float64, world frame
+    triangles: np.ndarray  # (T, 3) int32
+    colors: np.ndarray | None = None  # (V, 3) uint8
+    triangle_object_ids: np.ndarray | None = None  # (T,) int32, -1 where no object
+
+
+@dataclass
+class SceneObject:
+    object_id: int
+    raw_label: str
+    vertex_indices: np.ndarray | None = None  # indices into Mesh.vertices; None for box-only annotations
+    box: OrientedBox | None = None  # annotated box; None means "compute from vertices"
+
+
+@dataclass
+class Room:
+    polygon: object  # shapely Polygon or MultiPolygon in the xy plane
+    kind: str  # "scene" | "main"
+    source: str  # "annotated" | "derived"
+
+
+@dataclass
+class Frame:
+    frame_index: int  # index in the source stream
+    timestamp: float  # seconds from the first frame
+    pose: np.ndarray  # (4, 4) camera-to-world, OpenCV camera axes
+    intrinsics: np.ndarray  # (3, 3) for (width, height)
+    width: int
+    height: int
+
+    @property
+    def valid(self) -> bool:
+        return bool(np.all(np.isfinite(self.pose)))
+
+
+# Loads the colour image of a source frame as an (H, W, 3) uint8 BGR array.
+ImageLoader = Callable[[int], np.ndarray]
+
+
+@dataclass
+class ParsedScan:
+    dataset: str
+    scene_id: str
+    source_uri: str
+    mesh: Mesh | None
+    objects: list[SceneObject]
+    rooms: list[Room] = field(default_factory=list)
+    frames: list[Frame] = field(default_factory=list)
+    source_fps: float = 0.0
+    scene_type: str = ""
+    checksum: str = ""
+    warnings: list[str] = field(default_factory=list)
+    load_image: ImageLoader | None = None
+    # Frames whose images are stored rotated (ARKit/MultiScan sky direction): degrees clockwise to sky-up.
+    image_rotation: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.dataset}/{self.scene_id}"
+
+    @property
+    def has_frames(self) -> bool:
+        return bool(self.frames) and self.load_image is not None

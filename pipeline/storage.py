@@ -1,0 +1,69 @@
+"""Local paths and object storage behind one API, with atomic writes.
+
+Scans and outputs live on a local disk by default and on ``s3://`` through
+s3fs; ``UPath`` hides the difference. Writes go to a temporary name and are
+renamed into place, so a failed rewrite never truncates or replaces the
+previous good file (on S3 a single PUT is already all-or-nothing).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import uuid
+from typing import Any
+
+import polars as pl
+import pyarrow.parquet as pq
+from upath import UPath
+
+from pipeline import schemas
+
+
+def upath(uri: str | os.PathLike, storage_options: dict[str, Any] | None = None) -> UPath:
+    if isinstance(uri, UPath):
+        return uri
+    uri = str(uri)
+    if "://" in uri:
+        return UPath(uri, **(storage_options or {}))
+    return UPath(os.path.abspath(uri))
+
+
+def is_local(path: UPath) -> bool:
+    return path.protocol in ("", "file", "local")
+
+
+def write_bytes_atomic(path: UPath, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if is_local(path):
+        tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
+        try:
+            with open(tmp.path, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp.path, path.path)
+        finally:
+            if os.path.exists(tmp.path):
+                os.remove(tmp.path)
+    else:
+        path.write_bytes(data)
+
+
+def parquet_bytes(table_name: str, df: pl.DataFrame) -> bytes:
+    """Serialise deterministically: same rows and schema give the same bytes."""
+    table = schemas.to_arrow(table_name, df)
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd", write_statistics=True, store_schema=True)
+    return buf.getvalue()
+
+
+def write_table(path: UPath, table_name: str, df: pl.DataFrame) -> None:
+    write_bytes_atomic(path, parquet_bytes(table_name, df))
+
+
+def read_table(path: UPath, table_name: str | None = None) -> pl.DataFrame:
+    with path.open("rb") as fh:
+        table = pq.read_table(fh)
+    df = pl.from_arrow(table)
+    return schemas.conform(table_name, df) if table_name else df

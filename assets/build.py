@@ -1,0 +1,168 @@
+"""``scan2qa build``: discover scans, register their partitions and materialize the graph in-process.
+
+The same assets, IO manager and partitions as the Dagster code location, run
+without a daemon: each scan partition is materialized on its own so a bad scan
+fails only its own partition, then the dataset-wide assets are built from the
+partitions that succeeded. Runs are recorded in the ``DAGSTER_HOME`` instance
+when that variable is set (so ``dagster dev`` shows them), else in an
+ephemeral one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import dataclass, field
+
+import dagster as dg
+
+from pipeline.config import Config, load_config
+from pipeline.discovery import discover_scans
+from pipeline.storage import upath
+
+DEMO_SCENES = 8
+DEMO_FRAMES = 300
+QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scans", help="scans root, local path or s3://bucket/prefix (default: config, data/scans)")
+    parser.add_argument("--out", help="output root, local path or s3://bucket/prefix (default: config, data/out)")
+    parser.add_argument("--config", help="YAML run configuration (default: ./scan2qa.yaml if present)")
+
+
+@dataclass
+class BuildReport:
+    ok: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def run_failure(result: dg.ExecuteInProcessResult) -> str:
+    """One line: the innermost cause of the first failed step (a ``ScanError`` names scan and file)."""
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data.error is not None:
+            error = event.step_failure_data.error
+            while error.cause is not None:
+                error = error.cause
+            message = error.message.strip().splitlines()[0] if error.message.strip() else error.cls_name
+            prefix = "ScanError: "
+            return message[len(prefix) :] if message.startswith(prefix) else message
+    return "run failed before any step ran"
+
+
+def materialize_quietly(assets, selection, resources, instance, partition_key=None) -> tuple[bool, str]:
+    try:
+        result = dg.materialize(
+            assets,
+            selection=selection,
+            resources=resources,
+            instance=instance,
+            partition_key=partition_key,
+            raise_on_error=False,
+            run_config=QUIET_RUN_CONFIG,
+        )
+    except Exception as exc:  # a definition or resource error outside any step
+        return False, f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return (True, "") if result.success else (False, run_failure(result))
+
+
+def generate_demo_scans(config: Config) -> bool:
+    """Write the synthetic demo scans into the scans root; False when the generator is not installed."""
+    try:
+        from pipeline.synth import command as synth_command
+    except ModuleNotFoundError:
+        return False
+    parser = argparse.ArgumentParser(prog="scan2qa synth")
+    synth_command.add_arguments(parser)
+    argv = ["--out", config.scans_root, "--scenes", str(DEMO_SCENES), "--frames", str(DEMO_FRAMES), "--seed", str(config.seed)]
+    print(f"no scans under {config.scans_root}: generating {DEMO_SCENES} synthetic scans with {DEMO_FRAMES} frames", flush=True)
+    return int(synth_command.run(parser.parse_args(argv)) or 0) == 0
+
+
+def open_instance() -> dg.DagsterInstance:
+    return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+
+
+def register_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
+    from assets.partitions import scan_partitions
+
+    existing = set(instance.get_dynamic_partitions(scan_partitions.name))
+    missing = [key for key in keys if key not in existing]
+    if missing:
+        instance.add_dynamic_partitions(scan_partitions.name, missing)
+
+
+def output_summary(config: Config) -> list[str]:
+    """Where every output went: the tables root with per-table file counts, and the videos folder."""
+    lines = [f"tables: {config.tables_root}"]
+    tables = upath(config.tables_root, config.storage_options)
+    if tables.exists():
+        for entry in sorted(tables.iterdir(), key=lambda p: p.name):
+            if entry.is_dir():
+                count = sum(1 for p in entry.rglob("*.parquet") if not p.name.startswith("."))
+                lines.append(f"  {entry.name}/: {count} file{'s' if count != 1 else ''}")
+            elif entry.name.endswith(".parquet"):
+                lines.append(f"  {entry.name}")
+    videos = upath(f"{config.output_root.rstrip('/')}/videos", config.storage_options)
+    if videos.exists():
+        count = sum(1 for _ in videos.rglob("*.mp4"))
+        lines.append(f"videos: {videos} ({count} mp4 files)")
+    return lines
+
+
+def build(config: Config, config_file: str = "") -> BuildReport:
+    """Materialize every discovered scan, then the dataset-wide assets; prints progress as it goes."""
+    from assets.definitions import all_assets
+    from assets.jobs import dataset_wide_keys, per_scan_keys
+    from resources import StorageResource, default_resources
+
+    report = BuildReport()
+    scans = discover_scans(config.scans_root, config.storage_options)
+    if not scans:
+        return report
+    resources = default_resources(StorageResource.from_config(config, config_file))
+    instance = open_instance()
+    register_partitions(instance, [key for key, _ in scans])
+    scan_selection = per_scan_keys(all_assets)
+    for index, (key, _uri) in enumerate(scans, start=1):
+        started = time.perf_counter()
+        print(f"[{index}/{len(scans)}] {key} ... ", end="", flush=True)
+        ok, error = materialize_quietly(all_assets, scan_selection, resources, instance, partition_key=key)
+        if ok:
+            report.ok.append(key)
+            print(f"ok ({time.perf_counter() - started:.1f} s)", flush=True)
+        else:
+            report.failed[key] = error
+            print(f"FAILED: {error}", flush=True)
+    dataset_selection = dataset_wide_keys(all_assets)
+    if dataset_selection and report.ok:
+        started = time.perf_counter()
+        print(f"dataset-wide ({', '.join(k.to_user_string() for k in dataset_selection)}) ... ", end="", flush=True)
+        ok, error = materialize_quietly(all_assets, dataset_selection, resources, instance)
+        if ok:
+            print(f"ok ({time.perf_counter() - started:.1f} s)", flush=True)
+        else:
+            report.failed["dataset-wide"] = error
+            print(f"FAILED: {error}", flush=True)
+    return report
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config, scans_root=args.scans, output_root=args.out)
+    demo = not (args.scans or args.config)
+    if demo and not discover_scans(config.scans_root, config.storage_options):
+        if not generate_demo_scans(config):
+            print(f"no scans under {config.scans_root} and the synthetic generator is not available")
+            return 1
+    report = build(config, args.config or "")
+    if not report.ok and not report.failed:
+        print(f"no scans found under {config.scans_root}")
+        return 1
+    for line in output_summary(config):
+        print(line)
+    scan_failures = {k: v for k, v in report.failed.items() if k != "dataset-wide"}
+    print(f"summary: {len(report.ok)} ok, {len(scan_failures)} failed")
+    for key, error in report.failed.items():
+        print(f"  FAILED {key}: {error}")
+    return 0 if report.ok else 1

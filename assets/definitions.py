@@ -1,0 +1,27 @@
+"""The scan2qa code location (``workspace.yaml`` -> ``assets.definitions``).
+
+To add assets, add their module to ``ASSET_MODULES``; jobs, sensors and the
+schedule pick them up from their partitioning.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets import scene
+from assets.jobs import build_jobs
+from assets.schedules import weekly_full_rebuild
+from assets.sensors import build_sensors
+from resources import default_resources
+
+ASSET_MODULES = [scene]
+
+all_assets = dg.load_assets_from_modules(ASSET_MODULES)
+
+defs = dg.Definitions(
+    assets=all_assets,
+    jobs=build_jobs(all_assets),
+    sensors=build_sensors(all_assets),
+    schedules=[weekly_full_rebuild],
+    resources=default_resources(),
+)

@@ -1,0 +1,25 @@
+"""Weekly full rebuild: re-run every registered scan partition.
+
+Run keys carry the scheduled time so each week's rebuild is distinct; the
+dataset-wide assets follow through the ``dataset_refresh`` sensor once the scan
+runs have finished.
+"""
+
+import dagster as dg
+
+from assets.jobs import SCAN_JOB
+from assets.partitions import scan_partitions
+
+
+@dg.schedule(
+    name="weekly_full_rebuild",
+    cron_schedule="0 3 * * 0",
+    job_name=SCAN_JOB,
+    description="Every Sunday 03:00 UTC: rebuild all scan partitions.",
+)
+def weekly_full_rebuild(context: dg.ScheduleEvaluationContext):
+    keys = sorted(context.instance.get_dynamic_partitions(scan_partitions.name))
+    if not keys:
+        return dg.SkipReason("no scan partitions registered yet")
+    stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "manual"
+    return [dg.RunRequest(partition_key=key, run_key=f"{key}@{stamp}", tags={"scan2qa/trigger": "weekly"}) for key in keys]

@@ -1,0 +1,74 @@
+"""Sensors: discover scans and request their runs; refresh dataset-wide assets after scan runs.
+
+The discovery cursor maps each scan key to the fingerprint of its file listing
+(``pipeline.discovery.scan_fingerprint``), so a tick requests runs only for
+scans that are new or whose files changed since the previous tick; run keys
+include the fingerprint, so a re-evaluated tick never launches a duplicate.
+"""
+
+import json
+from collections.abc import Sequence
+
+import dagster as dg
+
+from assets.jobs import DATASET_JOB, SCAN_JOB, dataset_wide_keys
+from assets.partitions import scan_partitions
+from pipeline.discovery import discover_scans, scan_fingerprint
+from resources.storage import StorageResource
+
+ACTIVE_STATUSES = [
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
+
+
+@dg.sensor(
+    name="scan_discovery",
+    job_name=SCAN_JOB,
+    minimum_interval_seconds=120,
+    description="Adds a partition for every new scan folder under the scans root and runs new or changed scans.",
+)
+def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SensorResult:
+    config = storage.config()
+    scans = discover_scans(config.scans_root, config.storage_options)
+    previous: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+    registered = set(context.instance.get_dynamic_partitions(scan_partitions.name))
+    fingerprints = {key: scan_fingerprint(uri, config.storage_options) for key, uri in scans}
+    new_keys = [key for key, _ in scans if key not in registered]
+    run_requests = [
+        dg.RunRequest(partition_key=key, run_key=f"{key}@{fingerprints[key]}", tags={"scan2qa/source": uri})
+        for key, uri in scans
+        if previous.get(key) != fingerprints[key]
+    ]
+    cursor = json.dumps(fingerprints, sort_keys=True)
+    if not run_requests and not new_keys:
+        return dg.SensorResult(skip_reason=f"no new or changed scans under {config.scans_root}", cursor=cursor)
+    return dg.SensorResult(
+        run_requests=run_requests,
+        dynamic_partitions_requests=[scan_partitions.build_add_request(new_keys)] if new_keys else [],
+        cursor=cursor,
+    )
+
+
+@dg.sensor(
+    name="dataset_refresh",
+    job_name=DATASET_JOB,
+    minimum_interval_seconds=300,
+    description="Rebuilds the dataset-wide assets once scan runs have finished and at least one succeeded since.",
+)
+def dataset_refresh(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    instance = context.instance
+    if instance.get_runs(filters=dg.RunsFilter(job_name=SCAN_JOB, statuses=ACTIVE_STATUSES), limit=1):
+        return dg.SensorResult(skip_reason="scan runs still in progress")
+    latest = instance.get_runs(filters=dg.RunsFilter(job_name=SCAN_JOB, statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1)
+    if not latest or latest[0].run_id == context.cursor:
+        return dg.SensorResult(skip_reason="no scan run succeeded since the last dataset rebuild")
+    run_id = latest[0].run_id
+    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"after-{run_id}")], cursor=run_id)
+
+
+def build_sensors(assets: Sequence[dg.AssetsDefinition]) -> list[dg.SensorDefinition]:
+    """The dataset refresh sensor exists only once some module defines a dataset-wide asset."""
+    return [scan_discovery, dataset_refresh] if dataset_wide_keys(assets) else [scan_discovery]

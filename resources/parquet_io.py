@@ -1,0 +1,69 @@
+"""Parquet IO manager: every asset is a table of ``pipeline.schemas`` stored on UPath.
+
+Layout under ``root`` (the output root's ``tables/``), asset name = table name:
+``<root>/<asset>/<dataset>/<scene_id>.parquet`` for per-scan partitions (the
+partition key ``"<dataset>/<scene_id>"`` is used literally as the relative path)
+and ``<root>/<asset>.parquet`` for dataset-wide assets. Writes go through
+``pipeline.storage.write_table``, which conforms the frame to its schema and
+renames a finished temporary file into place, so a failed step never leaves a
+truncated or half-replaced table behind. A dataset-wide asset reading a
+per-scan table gets all partitions that exist, concatenated in key order: a
+scan whose partition failed is left out rather than failing the whole dataset.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+import polars as pl
+from upath import UPath
+
+from pipeline import schemas
+from pipeline.storage import read_table, upath, write_table
+
+
+def _table_name(asset_key: dg.AssetKey) -> str:
+    return asset_key.path[-1]
+
+
+def _relative_partition_path(partition_key: str) -> str:
+    parts = partition_key.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise ValueError(f"partition key {partition_key!r} is not a '<dataset>/<scene_id>' key")
+    return partition_key
+
+
+class ParquetIOManager(dg.ConfigurableIOManager):
+    """Stores polars DataFrames as schema-conformed Parquet files under ``root`` (local or ``s3://``)."""
+
+    root: str = "data/out/tables"
+    storage_options: dict[str, Any] = {}
+
+    def table_path(self, table: str, partition_key: str | None = None) -> UPath:
+        base = upath(self.root, self.storage_options)
+        if partition_key is None:
+            return base / f"{table}.parquet"
+        return base / table / f"{_relative_partition_path(partition_key)}.parquet"
+
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | None) -> None:
+        if obj is None:
+            return
+        if not isinstance(obj, pl.DataFrame):
+            raise TypeError(f"asset {context.asset_key.to_user_string()} returned {type(obj).__name__}, expected a polars DataFrame")
+        table = _table_name(context.asset_key)
+        partition_key = context.asset_partition_key if context.has_asset_partitions else None
+        path = self.table_path(table, partition_key)
+        write_table(path, table, obj)
+        context.add_output_metadata({"rows": obj.height, "path": str(path)})
+
+    def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+        table = _table_name(context.asset_key)
+        if not context.has_asset_partitions:
+            return read_table(self.table_path(table), table)
+        keys = sorted(context.asset_partition_keys)
+        if len(keys) == 1 and context.has_partition_key:
+            return read_table(self.table_path(table, keys[0]), table)
+        paths = [self.table_path(table, key) for key in keys]
+        frames = [read_table(path, table) for path in paths if path.exists()]
+        return pl.concat(frames, how="vertical") if frames else schemas.empty(table)

@@ -1,0 +1,1 @@
+"""Great Expectations suites per released table, and the gate that runs them before a release."""

@@ -1,0 +1,151 @@
+"""Atomic releases: a version directory appears whole or not at all, and ``latest`` moves last.
+
+A release is written into a hidden staging directory, renamed to
+``releases/<version>`` in one step, and only then is the ``latest`` pointer
+replaced (a symlink swapped with ``os.replace`` plus a ``LATEST`` text file
+for readers that cannot follow links). A failure anywhere before the rename
+leaves no directory under the version's name and ``latest`` where it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from pipeline import storage
+
+RELEASED_TABLES = (
+    "scans",
+    "objects",
+    "rooms",
+    "frame_samples",
+    "object_visibility",
+    "dummy_videos",
+    "qa",
+    "pinpoint_targets",
+    "pinpoint_neighbors",
+)
+
+
+@dataclass
+class Release:
+    version: str
+    path: Path
+    manifest: dict
+
+
+def content_version(tables: dict[str, pl.DataFrame]) -> str:
+    """A version named by content: the same tables give the same version."""
+    digest = hashlib.sha256()
+    for name in sorted(tables):
+        digest.update(name.encode())
+        digest.update(storage.parquet_bytes(name, tables[name]))
+    return "r-" + digest.hexdigest()[:12]
+
+
+def code_revision(repo: Path | None = None) -> str:
+    repo = repo or Path(__file__).resolve().parents[1]
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        from importlib.metadata import version
+
+        return f"scan2qa {version('scan2qa')}"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def latest_release(releases_dir: Path) -> str | None:
+    pointer = releases_dir / "LATEST"
+    return pointer.read_text().strip() if pointer.exists() else None
+
+
+def write_release(
+    releases_dir: Path,
+    tables: dict[str, pl.DataFrame],
+    *,
+    config: dict,
+    checks: dict,
+    videos: dict[str, Path] | None = None,
+    version: str | None = None,
+    extra_files: Callable[[Path], None] | None = None,
+) -> Release:
+    """Write ``releases_dir/<version>`` atomically and then point ``latest`` at it.
+
+    ``videos`` maps release-relative paths to source files (hard-linked when
+    possible); ``extra_files(staging_dir)`` may add reports before the rename.
+    """
+    releases_dir = Path(releases_dir)
+    releases_dir.mkdir(parents=True, exist_ok=True)
+    version = version or content_version(tables)
+    final = releases_dir / version
+    staging = releases_dir / f".staging-{version}-{uuid.uuid4().hex[:8]}"
+    try:
+        (staging / "tables").mkdir(parents=True)
+        for name in sorted(tables):
+            storage.write_table(storage.upath(staging / "tables" / f"{name}.parquet"), name, tables[name])
+        video_entries = []
+        for rel, src in sorted((videos or {}).items()):
+            dst = staging / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+            video_entries.append({"path": rel, "bytes": dst.stat().st_size})
+        (staging / "videos_manifest.json").write_text(json.dumps(video_entries, indent=1))
+        if extra_files:
+            extra_files(staging)
+        files = {
+            str(p.relative_to(staging)): _sha256(p)
+            for p in sorted(staging.rglob("*"))
+            if p.is_file() and not str(p.relative_to(staging)).startswith("videos/")
+        }
+        manifest = {
+            "version": version,
+            "code_revision": code_revision(),
+            "config": config,
+            "row_counts": {name: tables[name].height for name in sorted(tables)},
+            "files": files,
+            "videos": len(video_entries),
+            "checks": checks,
+        }
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str))
+        if final.exists():
+            # Same content, same version: the earlier release stays as it is.
+            shutil.rmtree(staging)
+        else:
+            os.rename(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _point_latest(releases_dir, version)
+    manifest = json.loads((final / "manifest.json").read_text())
+    return Release(version=version, path=final, manifest=manifest)
+
+
+def _point_latest(releases_dir: Path, version: str) -> None:
+    tmp_link = releases_dir / f".latest-{uuid.uuid4().hex[:8]}"
+    os.symlink(version, tmp_link)
+    os.replace(tmp_link, releases_dir / "latest")
+    tmp_file = releases_dir / f".LATEST-{uuid.uuid4().hex[:8]}"
+    tmp_file.write_text(version + "\n")
+    os.replace(tmp_file, releases_dir / "LATEST")

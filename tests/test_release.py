@@ -1,0 +1,63 @@
+"""Releases appear whole or not at all; ``latest`` moves last; verdicts exclude rejected questions."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from pipeline import schemas
+from pipeline.errors import ConfigError
+from pipeline.release import latest_release, write_release
+from pipeline.reviews import apply_verdicts, read_verdicts
+
+
+def _qa(n: int) -> pl.DataFrame:
+    return schemas.from_rows(
+        "qa",
+        [{"id": f"q{i}", "key": "synthetic/s", "question_type": "object_counting_single", "question": "?",
+          "ground_truth": str(i + 1), "budget": "all", "profile": "revsi", "video_kind": "real"} for i in range(n)],
+    )
+
+
+def test_release_is_atomic_and_latest_moves_last(tmp_path):
+    first = write_release(tmp_path, {"qa": _qa(3)}, config={"seed": 0}, checks={"success": True})
+    assert latest_release(tmp_path) == first.version
+    assert (tmp_path / "latest").resolve() == first.path.resolve()
+    manifest = json.loads((first.path / "manifest.json").read_text())
+    assert manifest["row_counts"] == {"qa": 3}
+    assert "tables/qa.parquet" in manifest["files"]
+
+    def explode(staging):
+        (staging / "partial.txt").write_text("half")
+        raise RuntimeError("killed mid-write")
+
+    with pytest.raises(RuntimeError):
+        write_release(tmp_path, {"qa": _qa(5)}, config={}, checks={}, extra_files=explode)
+    assert latest_release(tmp_path) == first.version
+    assert (tmp_path / "latest").resolve() == first.path.resolve()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == sorted(["LATEST", "latest", first.version]), names
+
+
+def test_same_content_same_version(tmp_path):
+    a = write_release(tmp_path, {"qa": _qa(2)}, config={}, checks={})
+    b = write_release(tmp_path, {"qa": _qa(2)}, config={}, checks={})
+    assert a.version == b.version
+
+
+def test_verdicts_reject_and_report_orphans(tmp_path):
+    path = tmp_path / "verdicts.csv"
+    path.write_text("qa_id,verdict,note,reviewer\nq1,reject,wrong count,ann\nq2,accept,,ann\ngone,reject,,bob\n")
+    kept, rejected, orphans = apply_verdicts(_qa(3), read_verdicts(path))
+    assert kept["id"].to_list() == ["q0", "q2"]
+    assert rejected == ["q1"]
+    assert orphans == ["gone"]
+
+
+def test_bad_verdict_names_file_and_line(tmp_path):
+    path = tmp_path / "verdicts.csv"
+    path.write_text("qa_id,verdict\nq1,maybe\n")
+    with pytest.raises(ConfigError, match=r"verdicts.csv:2: verdict 'maybe'"):
+        read_verdicts(path)

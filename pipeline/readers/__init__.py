@@ -1,1 +1,133 @@
-"""readers"""
+"""Dataset readers behind one entry point: ``read_scan(path_or_uri, config) -> ParsedScan``.
+
+Each dataset registers a detector (does this folder look like one of my
+scenes?) and a reader working on a local folder. Scenes on object storage are
+first copied to a local temporary folder (with the label map of their scans
+root), which lives as long as the returned ``ParsedScan`` because images are
+loaded lazily from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.config import Config
+from pipeline.errors import ScanError
+from pipeline.readers import scannet
+from pipeline.readers.labels import LABEL_MAP_FILENAMES
+from pipeline.scene import ParsedScan
+from pipeline.storage import is_local, upath
+
+
+@dataclass(frozen=True)
+class DatasetReader:
+    name: str
+    detect: Callable[[object], str | None]  # folder (Path or UPath) -> dataset name or None
+    read: Callable[..., tuple[ParsedScan, list[Path]]]  # (local folder, config, source_uri=) -> (scan, input files)
+
+
+def _detect_scannet(folder) -> str | None:
+    return scannet.dataset_of(folder) if scannet.is_scannet_scene(folder) else None
+
+
+READERS: tuple[DatasetReader, ...] = (DatasetReader("scannet", _detect_scannet, scannet.read_scannet),)
+
+
+def _reader_for(folder) -> tuple[DatasetReader, str] | None:
+    for reader in READERS:
+        dataset = reader.detect(folder)
+        if dataset:
+            return reader, dataset
+    return None
+
+
+def detect_dataset(path, storage_options: dict | None = None) -> str | None:
+    """Dataset name of a scene folder (``"scannet"``, ``"synthetic"``, ...) or None when no reader knows it."""
+    folder = upath(path, storage_options)
+    try:
+        found = _reader_for(folder)
+    except OSError:
+        return None
+    return found[1] if found else None
+
+
+def checksum(files: list[Path], root: Path) -> str:
+    """sha256 over (relative name, size, bytes) of every input file, in sorted name order."""
+    digest = hashlib.sha256()
+    named = []
+    for f in set(files):
+        f = Path(f)
+        try:
+            name = f.relative_to(root).as_posix()
+        except ValueError:
+            name = f.name  # files outside the scene folder (the label map) by name only
+        named.append((name, f))
+    for name, f in sorted(named):
+        digest.update(name.encode() + b"\0" + str(f.stat().st_size).encode() + b"\0")
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _copy_to_local(remote, config: Config) -> tuple[Path, Config]:
+    """Copy a remote scene folder (and the label maps next to it) into a fresh temporary folder.
+
+    Returns the local folder and the config to read it with (a remote
+    ``label_map`` replaced by its local copy).
+    """
+    tmp = Path(tempfile.mkdtemp(prefix="scan2qa_scan_"))
+    local = tmp / remote.name
+    fs = remote.fs
+    try:
+        fs.get(remote.path.rstrip("/") + "/", str(local) + "/", recursive=True)
+        local.mkdir(exist_ok=True)
+        for name in LABEL_MAP_FILENAMES:
+            candidate = remote.parent / name
+            if candidate.exists():
+                fs.get(candidate.path, str(tmp / name))
+        if config.label_map and "://" in str(config.label_map):
+            label_map = upath(config.label_map, config.storage_options)
+            local_map = tmp / "label_map" / label_map.name
+            local_map.parent.mkdir()
+            label_map.fs.get(label_map.path, str(local_map))
+            config = dataclasses.replace(config, label_map=str(local_map))
+    except Exception:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return local, config
+
+
+def read_scan(path_or_uri, config: Config) -> ParsedScan:
+    """Parse one scene folder (local path or ``s3://`` URI) into the SPEC §1 world frame."""
+    folder = upath(path_or_uri, config.storage_options)
+    source_uri = str(path_or_uri) if "://" in str(path_or_uri) else str(folder.path)
+    if not folder.exists():
+        raise ScanError(f"?/{folder.name}", source_uri, "scene folder not found")
+    found = _reader_for(folder)
+    if found is None:
+        raise ScanError(f"?/{folder.name}", source_uri, "no reader recognises this folder (e.g. <scene>_vh_clean_2.ply)")
+    reader, _ = found
+    if is_local(folder):
+        local, tmp = Path(folder.path), None
+    else:
+        local, config = _copy_to_local(folder, config)
+        tmp = local.parent
+    try:
+        parsed, files = reader.read(local, config, source_uri=source_uri)
+        parsed.checksum = checksum(files, local)
+    except BaseException:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if tmp is not None:
+        weakref.finalize(parsed, shutil.rmtree, str(tmp), True)
+    return parsed
+

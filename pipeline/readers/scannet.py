@@ -1,0 +1,318 @@
+"""ScanNet scene folder -> ``ParsedScan``.
+
+A ScanNet scene is a mesh (``<scene>_vh_clean_2.ply``), an over-segmentation
+(``<scene>_vh_clean_2.0.010000.segs.json``: one segment id per vertex), an
+aggregation grouping segments into labelled objects (v1 or v2 header, as
+``<scene>.aggregation.json`` or ``<scene>_vh_clean.aggregation.json``), a
+metadata file (``<scene>.txt``, with the ``axisAlignment`` that puts the room
+square to the axes) and camera frames (``.sens`` or its exported stream).
+Raw labels go through the label map found at the scans root. The synthetic
+generator writes the same layout, so synthetic scenes read here too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.config import Config
+from pipeline.errors import ScanError
+from pipeline.formats.ply import PlyFormatError, read_ply
+from pipeline.geometry.rooms import derive_rooms
+from pipeline.readers.labels import LABEL_MAP_FILENAMES, LabelMap, LabelMapError, parse_label_map
+from pipeline.readers.scannet_frames import read_scannet_frames
+from pipeline.scene import Mesh, ParsedScan, SceneObject
+
+MESH_SUFFIX = "_vh_clean_2.ply"
+SEGS_SUFFIX = "_vh_clean_2.0.010000.segs.json"
+AGGREGATION_SUFFIXES = (".aggregation.json", "_vh_clean.aggregation.json")
+SYNTHETIC_SCENE = re.compile(r"^synth\d{4}_\d{2}$")
+
+
+@dataclass
+class ScanNetObject(SceneObject):
+    """A ScanNet object with its label-map entry (category, NYU40 id, ScanNet200 id)."""
+
+    category: str = ""
+    nyu40_id: int | None = None
+    scannet200_id: int | None = None
+    label_mapped: bool = False
+
+
+def is_scannet_scene(folder) -> bool:
+    return (folder / f"{folder.name}{MESH_SUFFIX}").exists()
+
+
+def dataset_of(folder) -> str:
+    """Synthetic scenes share ScanNet's layout but not its dataset name."""
+    return "synthetic" if SYNTHETIC_SCENE.match(folder.name) else "scannet"
+
+
+def _load_json(path: Path, key: str):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ScanError(key, path.name, f"unreadable JSON ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+
+
+def read_metadata(path: Path, key: str) -> dict[str, str]:
+    """``key = value`` lines of ``<scene>.txt``."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScanError(key, path.name, f"unreadable metadata ({type(exc).__name__})") from None
+    meta = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition("=")
+        if not sep:
+            raise ScanError(key, path.name, f"line {number} is not 'key = value'")
+        meta[name.strip()] = value.strip()
+    return meta
+
+
+def axis_alignment(meta: dict[str, str], key: str, filename: str) -> np.ndarray | None:
+    text = meta.get("axisAlignment")
+    if text is None:
+        return None
+    try:
+        values = np.array(text.split(), dtype=float)
+    except ValueError:
+        raise ScanError(key, filename, "axisAlignment is not 16 numbers") from None
+    if values.size != 16 or not np.all(np.isfinite(values)):
+        raise ScanError(key, filename, f"axisAlignment has {values.size} values, expected 16 finite numbers")
+    return values.reshape(4, 4)
+
+
+def _color_size(meta: dict[str, str]) -> tuple[int, int] | None:
+    try:
+        return int(meta["colorWidth"]), int(meta["colorHeight"])
+    except (KeyError, ValueError):
+        return None
+
+
+def find_label_map(folder: Path, config: Config, key: str) -> Path:
+    if config.label_map:
+        path = Path(config.label_map)
+        if not path.exists():
+            raise ScanError(key, str(path), "label map (config.label_map) not found")
+        return path
+    candidates = [folder.parent / name for name in LABEL_MAP_FILENAMES]
+    for path in candidates:
+        if path.exists():
+            return path
+    looked = ", ".join(str(p) for p in candidates)
+    raise ScanError(key, LABEL_MAP_FILENAMES[0], f"label map not found; looked at {looked} (or set config.label_map)")
+
+
+def load_label_map(path: Path, key: str) -> LabelMap:
+    try:
+        return parse_label_map(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, LabelMapError) as exc:
+        raise ScanError(key, path.name, f"unreadable label map: {exc}") from None
+
+
+def find_aggregation(folder: Path, key: str) -> Path:
+    candidates = [folder / f"{folder.name}{suffix}" for suffix in AGGREGATION_SUFFIXES]
+    for path in candidates:
+        if path.exists():
+            return path
+    raise ScanError(key, candidates[0].name, f"missing aggregation (also looked for {candidates[1].name})")
+
+
+def find_segments(folder: Path, key: str) -> Path:
+    path = folder / f"{folder.name}{SEGS_SUFFIX}"
+    if path.exists():
+        return path
+    others = sorted(folder.glob(f"{folder.name}_vh_clean_2*.segs.json"))
+    if others:
+        return others[0]
+    raise ScanError(key, path.name, "missing over-segmentation for the _vh_clean_2 mesh")
+
+
+def aggregation_version(agg: dict) -> str:
+    """"v2" for ScanNet v2 headers (``appId: Aggregator.v2``, ``sceneId: scannet.<scene>``), else "v1"."""
+    if str(agg.get("appId", "")).endswith(".v2") or str(agg.get("sceneId", "")).startswith("scannet."):
+        return "v2"
+    return "v1"
+
+
+def read_seg_groups(path: Path, key: str, scene_id: str) -> tuple[list[dict], list[str]]:
+    agg = _load_json(path, key)
+    groups = agg.get("segGroups") if isinstance(agg, dict) else None
+    if not isinstance(groups, list):
+        raise ScanError(key, path.name, "no segGroups list")
+    warnings = []
+    named = str(agg.get("sceneId", "")).removeprefix("scannet.")
+    if named and named != scene_id:
+        warnings.append(f"{path.name} names scene {named!r}, read as {scene_id!r}")
+    for n, group in enumerate(groups):
+        if not isinstance(group, dict) or not isinstance(group.get("segments"), list) or "label" not in group:
+            raise ScanError(key, path.name, f"segGroup {n} lacks segments or label")
+    return groups, warnings
+
+
+def _object_ids(groups: list[dict], key: str, filename: str) -> tuple[list[int], list[str]]:
+    ids = [int(g.get("objectId", g.get("id", n))) for n, g in enumerate(groups)]
+    if len(set(ids)) == len(ids):
+        return ids, []
+    return list(range(len(groups))), [f"{filename}: duplicate objectIds; objects numbered by segGroup position"]
+
+
+def group_vertices(
+    seg_indices: np.ndarray, groups: list[dict], key: str, agg_name: str
+) -> tuple[list[np.ndarray], np.ndarray, int]:
+    """Vertex indices of every segGroup, the per-vertex group position (-1 = none), and the overlap count.
+
+    Vertices are sorted by segment once; a group then gathers contiguous
+    slices, so the cost is one argsort of the vertex array.
+    """
+    segment_ids, inverse = np.unique(seg_indices, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    counts = np.bincount(inverse, minlength=len(segment_ids))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    vertex_group = np.full(len(seg_indices), -1, dtype=np.int64)
+    overlap = 0
+    members = []
+    for position, group in enumerate(groups):
+        try:
+            segs = np.unique(np.asarray(group["segments"], dtype=np.int64))
+        except (TypeError, ValueError):
+            raise ScanError(key, agg_name, f"segGroup {position} has non-integer segments") from None
+        slot = np.searchsorted(segment_ids, segs)
+        known = (slot < len(segment_ids)) & (segment_ids[np.minimum(slot, len(segment_ids) - 1)] == segs)
+        if not np.all(known):
+            bad = segs[~known][:3].tolist()
+            raise ScanError(
+                key, agg_name, f"segGroup {position} ({group['label']!r}) names segments {bad} absent from segs.json"
+            )
+        idx = np.sort(np.concatenate([order[starts[s] : starts[s] + counts[s]] for s in slot])) if len(slot) else (
+            np.zeros(0, dtype=np.int64)
+        )
+        overlap += int(np.count_nonzero(vertex_group[idx] >= 0))
+        vertex_group[idx] = position
+        members.append(idx)
+    return members, vertex_group, overlap
+
+
+def triangle_owner(triangles: np.ndarray, vertex_owner: np.ndarray) -> np.ndarray:
+    """Owner of each triangle when all three of its vertices share it, else -1."""
+    if len(triangles) == 0:
+        return np.zeros(0, dtype=np.int32)
+    o = vertex_owner[triangles]
+    same = (o[:, 0] == o[:, 1]) & (o[:, 1] == o[:, 2])
+    return np.where(same, o[:, 0], -1).astype(np.int32)
+
+
+def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None) -> tuple[ParsedScan, list[Path]]:
+    """Parse a local scene folder; also returns the input files read (for the checksum)."""
+    folder = Path(folder)
+    scene_id = folder.name
+    dataset = dataset_of(folder)
+    key = f"{dataset}/{scene_id}"
+    if not folder.is_dir():
+        raise ScanError(key, str(folder), "scene folder not found")
+    warnings: list[str] = []
+    files: list[Path] = []
+
+    meta_path = folder / f"{scene_id}.txt"
+    meta: dict[str, str] = {}
+    alignment = None
+    if meta_path.exists():
+        meta = read_metadata(meta_path, key)
+        files.append(meta_path)
+        alignment = axis_alignment(meta, key, meta_path.name)
+    if alignment is None:
+        warnings.append(f"no axisAlignment in {meta_path.name}: mesh and poses used as stored (identity)")
+        alignment = np.eye(4)
+
+    mesh_path = folder / f"{scene_id}{MESH_SUFFIX}"
+    try:
+        ply = read_ply(mesh_path)
+    except PlyFormatError as exc:
+        raise ScanError(key, mesh_path.name, str(exc)) from None
+    files.append(mesh_path)
+    vertices = ply.vertices @ alignment[:3, :3].T + alignment[:3, 3]
+
+    agg_path = find_aggregation(folder, key)
+    segs_path = find_segments(folder, key)
+    files += [agg_path, segs_path]
+    groups, agg_warnings = read_seg_groups(agg_path, key, scene_id)
+    warnings += agg_warnings
+    segs = _load_json(segs_path, key)
+    try:
+        seg_indices = np.asarray(segs["segIndices"], dtype=np.int64)
+    except (KeyError, TypeError, ValueError):
+        raise ScanError(key, segs_path.name, "no integer segIndices list") from None
+    if seg_indices.shape != (len(vertices),):
+        raise ScanError(
+            key, segs_path.name, f"{seg_indices.size} segIndices for {len(vertices)} mesh vertices"
+        )
+
+    label_map_path = find_label_map(folder, config, key)
+    files.append(label_map_path)
+    label_map = load_label_map(label_map_path, key)
+
+    members, vertex_group, overlap = group_vertices(seg_indices, groups, key, agg_path.name)
+    if overlap:
+        warnings.append(f"{overlap} vertices belong to more than one segGroup; the later group keeps them")
+    object_ids, id_warnings = _object_ids(groups, key, agg_path.name)
+    warnings += id_warnings
+    id_of_position = np.asarray(object_ids + [-1], dtype=np.int64)  # index -1 maps "no group" to -1
+    vertex_owner = id_of_position[vertex_group]
+
+    objects: list[ScanNetObject] = []
+    unmapped: dict[str, int] = {}
+    for object_id, group, idx in zip(object_ids, groups, members):
+        raw = str(group["label"])
+        info = label_map.lookup(raw)
+        if info is None:
+            unmapped[raw] = unmapped.get(raw, 0) + 1
+        objects.append(
+            ScanNetObject(
+                object_id=object_id,
+                raw_label=raw,
+                vertex_indices=idx.astype(np.int64),
+                category=info.category if info else raw,
+                nyu40_id=info.nyu40_id if info else None,
+                scannet200_id=info.scannet200_id if info else None,
+                label_mapped=info is not None,
+            )
+        )
+    objects.sort(key=lambda o: o.object_id)
+    for raw in sorted(unmapped):
+        warnings.append(f"label {raw!r} ({unmapped[raw]} objects) is not in {label_map_path.name}: kept unmapped")
+
+    mesh = Mesh(
+        vertices=vertices,
+        triangles=ply.triangles,
+        colors=ply.colors,
+        triangle_object_ids=triangle_owner(ply.triangles, vertex_owner),
+    )
+    out_size = (int(config.frames.width), int(config.frames.height))
+    frame_source = read_scannet_frames(folder, key, alignment, out_size, _color_size(meta))
+    if frame_source is None:
+        warnings.append("no camera frames (no pose/ + color/ export, no .sens): frame-dependent steps skip this scan")
+    else:
+        warnings += frame_source.warnings
+        files += frame_source.files
+
+    parsed = ParsedScan(
+        dataset=dataset,
+        scene_id=scene_id,
+        source_uri=source_uri or str(folder),
+        mesh=mesh,
+        objects=objects,
+        rooms=derive_rooms(vertices, seed=config.seed, key=key),
+        frames=frame_source.frames if frame_source else [],
+        source_fps=frame_source.source_fps if frame_source else 0.0,
+        scene_type=meta.get("sceneType", ""),
+        warnings=warnings,
+        load_image=frame_source.load_image if frame_source else None,
+    )
+    return parsed, files

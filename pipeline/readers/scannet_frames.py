@@ -1,0 +1,164 @@
+"""Camera frames of a ScanNet scene: the exported stream layout or the ``.sens`` file.
+
+ScanNet ships frames inside ``<scene>.sens``; most users export them once with
+ScanNet's SensReader into ``color/<i>.jpg``, ``depth/<i>.png``,
+``pose/<i>.txt`` and ``intrinsic/intrinsic_color.txt``. Both give the same
+``Frame`` list: poses moved into the axis-aligned world frame, intrinsics
+rescaled to the output image size, timestamps in seconds from the first frame
+(the stream layout has none, so frame i is at i/30 s, ScanNet's recording
+rate). Images are loaded lazily, one frame at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from pipeline.errors import ScanError
+from pipeline.formats.sens import SensFormatError, SensReader
+from pipeline.scene import Frame, ImageLoader
+
+SCANNET_FPS = 30.0
+
+
+@dataclass
+class FrameSource:
+    frames: list[Frame]
+    load_image: ImageLoader | None
+    source_fps: float
+    files: list[Path]  # input files the frames were read from (for the checksum)
+    warnings: list[str]
+
+
+def scale_intrinsics(k: np.ndarray, src_size: tuple[int, int], dst_size: tuple[int, int]) -> np.ndarray:
+    """3x3 pinhole matrix of the same camera after resizing the image from src (w, h) to dst (w, h)."""
+    sx = dst_size[0] / float(src_size[0])
+    sy = dst_size[1] / float(src_size[1])
+    return np.diag([sx, sy, 1.0]) @ np.asarray(k, dtype=float)[:3, :3]
+
+
+def _resized(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    if (image.shape[1], image.shape[0]) == size:
+        return image
+    return cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+
+
+def _read_matrix(path: Path, key: str, shape: tuple[int, int]) -> np.ndarray:
+    try:
+        values = np.array(path.read_text().split(), dtype=float)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ScanError(key, path.name, f"unreadable matrix ({type(exc).__name__})") from None
+    if values.size != shape[0] * shape[1]:
+        raise ScanError(key, path.name, f"expected {shape[0] * shape[1]} numbers, found {values.size}")
+    return values.reshape(shape)
+
+
+def _make_frames(
+    indices: list[int],
+    poses: list[np.ndarray],
+    timestamps: list[float],
+    k_color: np.ndarray,
+    color_size: tuple[int, int],
+    out_size: tuple[int, int],
+    alignment: np.ndarray,
+) -> tuple[list[Frame], int]:
+    k_out = scale_intrinsics(k_color, color_size, out_size)
+    frames, dropped = [], 0
+    for index, pose, ts in zip(indices, poses, timestamps):
+        pose = np.asarray(pose, dtype=np.float64)
+        if np.all(np.isfinite(pose)):
+            pose = alignment @ pose
+        else:
+            dropped += 1
+        frames.append(Frame(int(index), float(ts), pose, k_out.copy(), out_size[0], out_size[1]))
+    return frames, dropped
+
+
+def _dropped_warning(dropped: int, total: int) -> list[str]:
+    return [f"{dropped} of {total} frames have a NaN/inf pose and are dropped"] if dropped else []
+
+
+def read_stream_frames(
+    folder: Path, key: str, alignment: np.ndarray, out_size: tuple[int, int], color_size: tuple[int, int] | None
+) -> FrameSource:
+    """Frames from an exported stream layout (``pose/``, ``color/``, ``intrinsic/``)."""
+    pose_dir, color_dir = folder / "pose", folder / "color"
+    pose_files = {}
+    for p in pose_dir.glob("*.txt"):
+        if p.stem.isdigit():
+            pose_files[int(p.stem)] = p
+    indices = sorted(pose_files)
+    color_files = {int(p.stem): p for p in color_dir.glob("*.jpg") if p.stem.isdigit()}
+    missing = [i for i in indices if i not in color_files]
+    if missing:
+        raise ScanError(key, f"color/{missing[0]}.jpg", f"colour image missing for {len(missing)} posed frames")
+    intrinsic_file = folder / "intrinsic" / "intrinsic_color.txt"
+    if not intrinsic_file.exists():
+        raise ScanError(key, "intrinsic/intrinsic_color.txt", "missing colour intrinsics for the stream layout")
+    k_color = _read_matrix(intrinsic_file, key, (4, 4))[:3, :3]
+    if color_size is None and indices:
+        first = cv2.imread(str(color_files[indices[0]]), cv2.IMREAD_COLOR)
+        if first is None:
+            raise ScanError(key, f"color/{indices[0]}.jpg", "colour image does not decode")
+        color_size = (first.shape[1], first.shape[0])
+    poses = [_read_matrix(pose_files[i], key, (4, 4)) for i in indices]
+    timestamps = [i / SCANNET_FPS for i in indices]
+    frames, dropped = _make_frames(indices, poses, timestamps, k_color, color_size or out_size, out_size, alignment)
+
+    def load_image(frame_index: int) -> np.ndarray:
+        path = color_files.get(int(frame_index))
+        image = cv2.imread(str(path), cv2.IMREAD_COLOR) if path is not None else None
+        if image is None:
+            raise ScanError(key, f"color/{frame_index}.jpg", "colour image missing or does not decode")
+        return _resized(image, out_size)
+
+    files = [intrinsic_file] + [pose_files[i] for i in indices] + [color_files[i] for i in indices]
+    return FrameSource(frames, load_image, SCANNET_FPS, files, _dropped_warning(dropped, len(frames)))
+
+
+def read_sens_frames(path: Path, key: str, alignment: np.ndarray, out_size: tuple[int, int]) -> FrameSource:
+    """Frames from ``<scene>.sens``; microsecond timestamps are used when the recorder set them."""
+    try:
+        reader = SensReader(path)
+    except (SensFormatError, OSError) as exc:
+        raise ScanError(key, path.name, str(exc)) from None
+    n = reader.frame_count
+    indices = list(range(n))
+    raw_ts = np.array([reader.timestamp(i) for i in indices], dtype=np.float64)
+    source_fps = SCANNET_FPS
+    if n and np.any(raw_ts != 0):
+        timestamps = list((raw_ts - raw_ts[0]) / 1e6)
+        steps = np.diff(raw_ts)
+        steps = steps[steps > 0]
+        if len(steps):
+            source_fps = float(1e6 / np.median(steps))
+    else:
+        timestamps = [i / SCANNET_FPS for i in indices]
+    color_size = (reader.color_width, reader.color_height)
+    poses = [reader.pose(i) for i in indices]
+    frames, dropped = _make_frames(
+        indices, poses, timestamps, reader.intrinsic_color[:3, :3], color_size, out_size, alignment
+    )
+
+    def load_image(frame_index: int) -> np.ndarray:
+        try:
+            return _resized(reader.color(int(frame_index)), out_size)
+        except (SensFormatError, OSError, IndexError) as exc:
+            raise ScanError(key, path.name, f"frame {frame_index}: {exc}") from None
+
+    return FrameSource(frames, load_image, source_fps, [path], _dropped_warning(dropped, n))
+
+
+def read_scannet_frames(
+    folder: Path, key: str, alignment: np.ndarray, out_size: tuple[int, int], color_size: tuple[int, int] | None
+) -> FrameSource | None:
+    """The stream layout when exported, else the ``.sens`` file, else None (a scan without frames)."""
+    if (folder / "pose").is_dir() and (folder / "color").is_dir():
+        return read_stream_frames(folder, key, alignment, out_size, color_size)
+    sens = folder / f"{folder.name}.sens"
+    if sens.exists():
+        return read_sens_frames(sens, key, alignment, out_size)
+    return None

@@ -1,0 +1,164 @@
+"""``ParsedScan`` -> the per-scan ``scans``, ``objects``, ``rooms`` and ``frames`` tables.
+
+This is where a parsed scan becomes data every later step shares: each
+object's gravity-aligned box (or its annotated box), its label-map entry and
+its structural / small-object flags; the room polygons; and every source frame
+with whether it is in the all-frame sequence (valid pose, kept by resampling to
+the configured rate by timestamp).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import shapely
+
+from pipeline import schemas
+from pipeline.config import Config
+from pipeline.geometry.obb import gravity_aligned_obb
+from pipeline.scene import Frame, OrientedBox, ParsedScan, SceneObject
+from pipeline.vocab import is_small_object, is_structural
+
+
+def all_frame_rate(dataset: str, config: Config) -> float:
+    return float(config.frames.fps_3rscan if dataset == "3rscan" else config.frames.fps)
+
+
+def resample_by_time(frames: list[Frame], fps: float) -> set[int]:
+    """Source indices of the all-frame sequence: the first valid frame of every 1/fps time slot.
+
+    Slots are counted from the first valid frame, so a 30 fps stream keeps every
+    third frame at 10 fps, and a frame dropped for a bad pose hands its slot to
+    the next valid frame of the same slot.
+    """
+    valid = sorted((f.timestamp, f.frame_index) for f in frames if f.valid)
+    if not valid or fps <= 0:
+        return set()
+    t0 = valid[0][0]
+    kept, last_slot = set(), None
+    for ts, index in valid:
+        slot = int(np.floor((ts - t0) * fps + 1e-6))
+        if slot != last_slot:
+            kept.add(index)
+            last_slot = slot
+    return kept
+
+
+def _object_box(obj: SceneObject, vertices: np.ndarray | None) -> tuple[OrientedBox | None, str]:
+    if obj.box is not None:
+        return obj.box, "annotation"
+    if vertices is not None and obj.vertex_indices is not None and len(obj.vertex_indices):
+        return gravity_aligned_obb(vertices[obj.vertex_indices]), "mesh"
+    return None, ""
+
+
+def object_rows(parsed: ParsedScan) -> tuple[list[dict], list[str]]:
+    mesh = parsed.mesh
+    vertices = mesh.vertices if mesh is not None else None
+    triangle_counts: dict[int, int] = {}
+    if mesh is not None and mesh.triangle_object_ids is not None and len(mesh.triangle_object_ids):
+        owners, counts = np.unique(mesh.triangle_object_ids[mesh.triangle_object_ids >= 0], return_counts=True)
+        triangle_counts = {int(o): int(c) for o, c in zip(owners, counts)}
+    rows, skipped = [], []
+    for obj in sorted(parsed.objects, key=lambda o: o.object_id):
+        box, source = _object_box(obj, vertices)
+        if box is None:
+            skipped.append(obj)
+            continue
+        category = getattr(obj, "category", "") or obj.raw_label
+        rows.append(
+            {
+                "key": parsed.key,
+                "object_id": int(obj.object_id),
+                "raw_label": obj.raw_label,
+                "category": category,
+                "nyu40_id": getattr(obj, "nyu40_id", None),
+                "scannet200_id": getattr(obj, "scannet200_id", None),
+                "label_mapped": bool(getattr(obj, "label_mapped", False)),
+                "center": [float(v) for v in box.center],
+                "extent": [float(v) for v in box.extent],
+                "rotation": [float(v) for v in np.asarray(box.rotation).reshape(9)],
+                "vertical_axis": box.vertical_axis,
+                "vertex_count": int(len(obj.vertex_indices)) if obj.vertex_indices is not None else 0,
+                "triangle_count": triangle_counts.get(int(obj.object_id), 0),
+                "structural": is_structural(obj.raw_label, category),
+                "small_object": is_small_object(obj.raw_label),
+                "box_source": source,
+            }
+        )
+    warnings = []
+    if skipped:
+        names = ", ".join(f"{o.object_id} ({o.raw_label!r})" for o in skipped[:5])
+        warnings.append(f"{len(skipped)} objects without vertices or box left out of the objects table: {names}")
+    return rows, warnings
+
+
+def room_rows(parsed: ParsedScan) -> list[dict]:
+    return [
+        {
+            "key": parsed.key,
+            "room_id": room_id,
+            "kind": room.kind,
+            "polygon_wkb": shapely.to_wkb(room.polygon),
+            "area_m2": float(room.polygon.area),
+            "source": room.source,
+        }
+        for room_id, room in enumerate(parsed.rooms)
+    ]
+
+
+def frame_rows(parsed: ParsedScan, in_all_frame: set[int]) -> list[dict]:
+    rows = []
+    for frame in sorted(parsed.frames, key=lambda f: f.frame_index):
+        valid = frame.valid
+        pose = np.asarray(frame.pose, dtype=float).reshape(16) if valid else np.full(16, np.nan)
+        rows.append(
+            {
+                "key": parsed.key,
+                "frame_index": int(frame.frame_index),
+                "timestamp": float(frame.timestamp),
+                "pose": [float(v) for v in pose],
+                "intrinsics": [float(v) for v in np.asarray(frame.intrinsics, dtype=float).reshape(9)],
+                "width": int(frame.width),
+                "height": int(frame.height),
+                "valid": valid,
+                "in_all_frame": frame.frame_index in in_all_frame,
+            }
+        )
+    return rows
+
+
+def scene_tables(parsed: ParsedScan, config: Config) -> dict[str, pl.DataFrame]:
+    """The four per-scan tables, rows sorted by id, conforming to ``pipeline.schemas``."""
+    fps = all_frame_rate(parsed.dataset, config)
+    in_all_frame = resample_by_time(parsed.frames, fps)
+    objects, object_warnings = object_rows(parsed)
+    frames = frame_rows(parsed, in_all_frame)
+    mesh = parsed.mesh
+    first = parsed.frames[0] if parsed.frames else None
+    scan = {
+        "key": parsed.key,
+        "dataset": parsed.dataset,
+        "scene_id": parsed.scene_id,
+        "source_uri": parsed.source_uri,
+        "source_frame_count": len(parsed.frames),
+        "frame_count": len(in_all_frame),
+        "dropped_frames": sum(1 for f in parsed.frames if not f.valid),
+        "fps": fps,
+        "source_fps": float(parsed.source_fps),
+        "image_width": first.width if first else int(config.frames.width),
+        "image_height": first.height if first else int(config.frames.height),
+        "has_frames": parsed.has_frames,
+        "has_mesh": mesh is not None,
+        "vertex_count": int(len(mesh.vertices)) if mesh is not None else 0,
+        "triangle_count": int(len(mesh.triangles)) if mesh is not None else 0,
+        "scene_type": parsed.scene_type,
+        "checksum": parsed.checksum,
+        "warnings": list(parsed.warnings) + object_warnings,
+    }
+    return {
+        "scans": schemas.from_rows("scans", [scan]),
+        "objects": schemas.from_rows("objects", objects),
+        "rooms": schemas.from_rows("rooms", room_rows(parsed)),
+        "frames": schemas.from_rows("frames", frames),
+    }

@@ -35,6 +35,13 @@ class FramesConfig:
 
 
 @dataclass
+class GateConfig:
+    frequency_ceiling: float = 0.7  # a type whose constant-answer baseline scores above this blocks the release
+    letter_tolerance: float = 0.05  # largest allowed gap between a correct letter's share and uniform
+    min_questions_for_letters: int = 40  # letter spread is judged only on types with this many questions
+
+
+@dataclass
 class Config:
     scans_root: str = "data/scans"
     output_root: str = "data/out"
@@ -44,10 +51,20 @@ class Config:
     frames: FramesConfig = field(default_factory=FramesConfig)
     visibility: VisibilityConfig = field(default_factory=VisibilityConfig)
     profiles: tuple[str, ...] = ("revsi", "vsibench", "pinpointqa")
+    gate: GateConfig = field(default_factory=GateConfig)
+    reviews_path: str | None = None  # verdicts CSV; default <output_root>/reviews/verdicts.csv
 
     @property
     def tables_root(self) -> str:
         return f"{self.output_root.rstrip('/')}/tables"
+
+    @property
+    def releases_root(self) -> str:
+        return f"{self.output_root.rstrip('/')}/releases"
+
+    @property
+    def verdicts_path(self) -> str:
+        return self.reviews_path or f"{self.output_root.rstrip('/')}/reviews/verdicts.csv"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

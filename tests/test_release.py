@@ -61,3 +61,23 @@ def test_bad_verdict_names_file_and_line(tmp_path):
     path.write_text("qa_id,verdict\nq1,maybe\n")
     with pytest.raises(ConfigError, match=r"verdicts.csv:2: verdict 'maybe'"):
         read_verdicts(path)
+
+
+def test_gated_release_writes_report_docs_manifest_and_blocks_on_failure(tmp_path):
+    from pipeline.config import Config
+    from pipeline.release_build import ReleaseBlocked, build_release
+    from tests.test_quality_gate import _tables
+
+    config = Config(output_root=str(tmp_path / "out"))
+    outcome = build_release(config, tables=_tables())
+    assert outcome.report.exists() and outcome.data_docs.exists()
+    html = outcome.report.read_text()
+    assert "object_rel_distance_closest" in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    manifest = json.loads((outcome.release.path / "manifest.json").read_text())
+    assert manifest["checks"]["success"] is True and "report/index.html" in manifest["files"]
+
+    broken = _tables()
+    broken["qa"] = broken["qa"].with_columns(pl.lit("Z").alias("ground_truth"))
+    with pytest.raises(ReleaseBlocked, match="qa.answer_in_options"):
+        build_release(config, tables=broken)
+    assert latest_release(tmp_path / "out" / "releases") == outcome.release.version

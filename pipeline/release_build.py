@@ -1,0 +1,131 @@
+"""From the built tables to a gated release: verdicts, expectations, report, atomic write.
+
+A release is only written when every expectation passes; otherwise
+``ReleaseBlocked`` names the failing expectations and rows and the previous
+release stays exactly as it was.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from pipeline import schemas, storage
+from pipeline.config import Config
+from pipeline.release import RELEASED_TABLES, Release, write_release
+from pipeline.reviews import apply_verdicts, read_verdicts
+
+REPORT_TABLES = ("visibility",)  # read for the report's gallery, not released
+
+
+class ReleaseBlocked(Exception):
+    def __init__(self, summary: str, gate: dict):
+        super().__init__(summary)
+        self.gate = gate
+
+
+@dataclass
+class ReleaseOutcome:
+    release: Release
+    report: Path
+    data_docs: Path
+    rejected: list[str]
+    orphan_verdicts: list[str]
+
+
+def read_dataset_table(tables_root: str, name: str, storage_options: dict | None = None) -> pl.DataFrame | None:
+    """A table as the IO manager lays it out: ``<name>.parquet`` or every ``<name>/<dataset>/<scene>.parquet``."""
+    root = storage.upath(tables_root, storage_options)
+    single = root / f"{name}.parquet"
+    if single.exists():
+        return storage.read_table(single, name)
+    folder = root / name
+    if not folder.exists():
+        return None
+    paths = sorted(p for p in folder.glob("*/*.parquet") if not p.name.startswith("."))
+    frames = [storage.read_table(p, name) for p in paths]
+    return pl.concat(frames, how="vertical") if frames else schemas.empty(name)
+
+
+def collect_tables(config: Config, names=RELEASED_TABLES + REPORT_TABLES) -> dict[str, pl.DataFrame]:
+    tables = {}
+    for name in names:
+        df = read_dataset_table(config.tables_root, name, config.storage_options)
+        if df is not None:
+            tables[name] = df
+    return tables
+
+
+def run_release_gate(tables: dict[str, pl.DataFrame], config: Config, docs_dir: str | None = None):
+    from expectations.runner import run_gate
+
+    released = {k: v for k, v in tables.items() if k in RELEASED_TABLES}
+    return run_gate(
+        released,
+        docs_dir=docs_dir,
+        frequency_ceiling=config.gate.frequency_ceiling,
+        letter_tolerance=config.gate.letter_tolerance,
+        min_questions_for_letters=config.gate.min_questions_for_letters,
+    )
+
+
+def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None, version: str | None = None) -> ReleaseOutcome:
+    from pipeline.review_report import write_report
+
+    tables = dict(tables if tables is not None else collect_tables(config))
+    if "qa" not in tables:
+        raise ReleaseBlocked("no qa table has been built yet: nothing to release", {"success": False, "results": []})
+    verdicts = read_verdicts(config.verdicts_path)
+    tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
+    with tempfile.TemporaryDirectory(prefix="scan2qa-docs-") as docs_tmp:
+        gate = run_release_gate(tables, config, docs_dir=docs_tmp)
+        gate_dict = gate.to_dict()
+        if not gate.success:
+            raise ReleaseBlocked(gate.summary(), gate_dict)
+        released = {k: v for k, v in tables.items() if k in RELEASED_TABLES}
+        out_root = Path(config.output_root)
+        videos = _release_videos(released, out_root)
+
+        def add_reports(staging: Path) -> None:
+            shutil.copytree(docs_tmp, staging / "data_docs")
+            write_report(
+                staging / "report" / "index.html",
+                tables=tables,
+                output_root=out_root,
+                title=f"scan2qa release review ({len(released['qa'])} questions)",
+                gate=gate_dict,
+                orphan_verdicts=orphans,
+                rejected=rejected,
+                seed=config.seed,
+            )
+
+        release = write_release(
+            Path(config.releases_root),
+            released,
+            config=config.to_dict(),
+            checks=gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans},
+            videos=videos,
+            version=version,
+            extra_files=add_reports,
+        )
+    return ReleaseOutcome(
+        release=release,
+        report=release.path / "report" / "index.html",
+        data_docs=release.path / "data_docs" / "index.html",
+        rejected=rejected,
+        orphan_verdicts=orphans,
+    )
+
+
+def _release_videos(tables: dict[str, pl.DataFrame], out_root: Path) -> dict[str, Path]:
+    """Every video a released question points at, by its path relative to the output root."""
+    videos = {}
+    for rel in sorted(set(tables["qa"]["video"].drop_nulls().to_list())):
+        src = out_root / rel
+        if src.exists():
+            videos[rel] = src
+    return videos

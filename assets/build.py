@@ -115,7 +115,8 @@ def build(config: Config, config_file: str = "") -> BuildReport:
     """Materialize every discovered scan, then the dataset-wide assets; prints progress as it goes."""
     from assets.definitions import all_assets
     from assets.jobs import dataset_wide_keys, per_scan_keys
-    from resources import StorageResource, default_resources
+    from resources.defaults import default_resources
+    from resources.storage import StorageResource
 
     report = BuildReport()
     scans = discover_scans(config.scans_root, config.storage_options)

@@ -12,7 +12,7 @@ from assets import scene
 from assets.jobs import build_jobs
 from assets.schedules import weekly_full_rebuild
 from assets.sensors import build_sensors
-from resources import default_resources
+from resources.defaults import default_resources
 
 ASSET_MODULES = [scene]
 

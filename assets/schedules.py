@@ -21,5 +21,5 @@ def weekly_full_rebuild(context: dg.ScheduleEvaluationContext):
     keys = sorted(context.instance.get_dynamic_partitions(scan_partitions.name))
     if not keys:
         return dg.SkipReason("no scan partitions registered yet")
-    stamp = context.scheduled_execution_time.isoformat() if context.scheduled_execution_time else "manual"
+    stamp = context.scheduled_execution_time.isoformat()
     return [dg.RunRequest(partition_key=key, run_key=f"{key}@{stamp}", tags={"scan2qa/trigger": "weekly"}) for key in keys]

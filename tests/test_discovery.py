@@ -6,7 +6,7 @@ import os
 import shutil
 
 import pytest
-from dagster_fakes import install_fake_reader, write_fake_scan
+from tests.dagster_fakes import install_fake_reader, write_fake_scan
 
 from pipeline.discovery import discover_scans, locate_scan, scan_fingerprint
 

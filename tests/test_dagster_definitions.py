@@ -1,0 +1,109 @@
+"""The code location: definitions load, asset graph, jobs, discovery sensor and weekly schedule."""
+
+import datetime
+import json
+import os
+
+import dagster as dg
+import pytest
+from tests.dagster_fakes import install_fake_reader, write_fake_scan
+
+from assets.definitions import all_assets, defs
+from assets.jobs import SCAN_JOB, per_scan_keys
+from assets.partitions import scan_partitions
+from assets.schedules import weekly_full_rebuild
+from assets.sensors import scan_discovery
+from resources.storage import StorageResource
+
+SUNDAY = datetime.datetime(2026, 11, 29, 3, 0, tzinfo=datetime.timezone.utc)
+SCENE_KEYS = {dg.AssetKey(name) for name in ("scans", "objects", "rooms", "frames")}
+
+
+def test_definitions_load_with_scene_assets():
+    graph = defs.resolve_asset_graph()
+    keys = set(graph.get_all_asset_keys())
+    assert SCENE_KEYS <= keys
+    for key in SCENE_KEYS:
+        assert graph.get(key).partitions_def == scan_partitions
+    assert SCENE_KEYS <= set(per_scan_keys(all_assets))
+    assert defs.resolve_job_def(SCAN_JOB).partitions_def == scan_partitions
+    assert defs.resolve_sensor_def("scan_discovery") is not None
+    assert defs.resolve_schedule_def("weekly_full_rebuild").cron_schedule == "0 3 * * 0"
+    assert set(defs.resources) >= {"storage", "io_manager"}
+
+
+def test_storage_resource_reads_environment(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SCAN2QA_SCANS", "s3://bucket/scans")
+    monkeypatch.setenv("SCAN2QA_OUT", "s3://bucket/out")
+    monkeypatch.setenv("SCAN2QA_STORAGE_OPTIONS", '{"client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}')
+    config = StorageResource.from_env().config()
+    assert (config.scans_root, config.output_root, config.tables_root) == ("s3://bucket/scans", "s3://bucket/out", "s3://bucket/out/tables")
+    assert config.storage_options == {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
+    for name in ("SCAN2QA_SCANS", "SCAN2QA_OUT", "SCAN2QA_STORAGE_OPTIONS"):
+        monkeypatch.delenv(name)
+    local = StorageResource.from_env().config()
+    assert (local.scans_root, local.output_root) == ("data/scans", "data/out")
+
+
+def evaluate(instance, storage, cursor):
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"storage": storage})
+    result = scan_discovery(context)
+    for request in result.dynamic_partitions_requests:
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    return result
+
+
+def test_sensor_adds_new_scans_and_rerequests_only_changes(tmp_path, monkeypatch):
+    install_fake_reader(monkeypatch)
+    root = tmp_path / "scans"
+    for scene in ("synth0000_00", "synth0001_00"):
+        write_fake_scan(root, scene)
+    instance = dg.DagsterInstance.ephemeral()
+    storage = StorageResource(scans_root=str(root), output_root=str(tmp_path / "out"))
+
+    first = evaluate(instance, storage, None)
+    added = [k for r in first.dynamic_partitions_requests for k in r.partition_keys]
+    assert added == ["synthetic/synth0000_00", "synthetic/synth0001_00"]
+    assert [r.partition_key for r in first.run_requests] == added
+    assert sorted(json.loads(first.cursor)) == added
+
+    unchanged = evaluate(instance, storage, first.cursor)
+    assert not unchanged.run_requests and not unchanged.dynamic_partitions_requests
+    assert unchanged.skip_reason is not None
+
+    write_fake_scan(root, "synth0002_00")
+    changed_file = root / "synth0000_00" / "scan.json"
+    changed_file.write_text('{"objects": 5}')
+    stat = changed_file.stat()
+    os.utime(changed_file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    later = evaluate(instance, storage, unchanged.cursor)
+    assert [k for r in later.dynamic_partitions_requests for k in r.partition_keys] == ["synthetic/synth0002_00"]
+    assert sorted(r.partition_key for r in later.run_requests) == ["synthetic/synth0000_00", "synthetic/synth0002_00"]
+    # Run keys carry the fingerprint, so a re-evaluated tick can never launch the same run twice.
+    assert len({r.run_key for r in first.run_requests + later.run_requests}) == 4
+    assert sorted(instance.get_dynamic_partitions("scans")) == [
+        "synthetic/synth0000_00", "synthetic/synth0001_00", "synthetic/synth0002_00"]
+
+
+def test_sensor_skips_empty_root(tmp_path, monkeypatch):
+    install_fake_reader(monkeypatch)
+    result = evaluate(dg.DagsterInstance.ephemeral(), StorageResource(scans_root=str(tmp_path / "none")), None)
+    assert not result.run_requests and result.skip_reason is not None
+
+
+def test_weekly_schedule_requests_every_partition():
+    with dg.instance_for_test() as instance:
+        assert isinstance(weekly_full_rebuild(dg.build_schedule_context(instance=instance, scheduled_execution_time=SUNDAY)), dg.SkipReason)
+        instance.add_dynamic_partitions("scans", ["synthetic/synth0000_00", "scannet/scene0000_00"])
+        requests = weekly_full_rebuild(dg.build_schedule_context(instance=instance, scheduled_execution_time=SUNDAY))
+    assert [r.partition_key for r in requests] == ["scannet/scene0000_00", "synthetic/synth0000_00"]
+    assert len({r.run_key for r in requests}) == 2
+
+
+@pytest.mark.parametrize("module_name", ["assets.scene", "assets.jobs", "assets.sensors", "assets.schedules"])
+def test_definition_modules_import_no_readers(module_name):
+    """The code location loads without importing mesh/image readers (they load at run time)."""
+    import importlib
+
+    assert importlib.import_module(module_name)

@@ -3,7 +3,12 @@
 One renderer serves both the synthetic frame generator and the visibility
 step, so what a synthetic frame shows and what visibility counts are the same
 computation: each pixel's ray hits exactly one triangle (or nothing) and that
-triangle's object id is the pixel's object.
+triangle's object id is the pixel's object. Both build their rays with
+``CameraRays`` (``pixel_rays`` is a thin wrapper), so the rays are bit-identical.
+
+Speed matters because visibility casts every frame of every scan: camera-space
+directions are computed once per intrinsics and only rotated per pose, into a
+reused buffer that Open3D reads without a copy.
 """
 
 from __future__ import annotations
@@ -16,24 +21,58 @@ import open3d as o3d
 INVALID_ID = int(o3d.t.geometry.RaycastingScene.INVALID_ID)
 
 
+def grid_size(width: int, height: int, scale: float = 1.0) -> tuple[int, int]:
+    """(w', h') of the ray grid that stands for a ``width`` x ``height`` image at ``scale``."""
+    return max(1, int(round(width * scale))), max(1, int(round(height * scale)))
+
+
+class CameraRays:
+    """Rays through the pixel centres of one camera model, for any pose.
+
+    ``scale`` < 1 casts a reduced grid (each ray stands for about 1/scale²
+    pixels), sampling the centres of the reduced cells in full-image
+    coordinates so that the same intrinsics apply.
+    """
+
+    def __init__(self, intrinsics: np.ndarray, width: int, height: int, scale: float = 1.0):
+        self.width, self.height = int(width), int(height)
+        self.grid_width, self.grid_height = grid_size(width, height, scale)
+        w, h = self.grid_width, self.grid_height
+        us = (np.arange(w) + 0.5) * (width / w)
+        vs = (np.arange(h) + 0.5) * (height / h)
+        uu, vv = np.meshgrid(us, vs)
+        K = np.asarray(intrinsics, dtype=np.float64).reshape(3, 3)
+        x = (uu - K[0, 2]) / K[0, 0]
+        y = (vv - K[1, 2]) / K[1, 1]
+        # Unit z in camera space, so the ray parameter t of a hit is its z-depth.
+        self.directions = np.stack([x, y, np.ones_like(x)], axis=-1).reshape(-1, 3).astype(np.float32)
+        self._buffer = np.empty((w * h, 6), dtype=np.float32)
+
+    @property
+    def count(self) -> int:
+        return self.grid_width * self.grid_height
+
+    def rays(self, pose: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """(h'*w', 6) float32 world rays for camera-to-world ``pose`` (OpenCV axes).
+
+        Without ``out`` the returned array is an internal buffer overwritten by
+        the next call; pass ``out`` (or copy) to keep it.
+        """
+        buf = self._buffer if out is None else out
+        pose = np.asarray(pose, dtype=np.float64)
+        rot_t = np.ascontiguousarray(pose[:3, :3].T, dtype=np.float32)
+        np.matmul(self.directions, rot_t, out=buf[:, 3:])
+        buf[:, :3] = pose[:3, 3].astype(np.float32)
+        return buf
+
+
 def pixel_rays(intrinsics: np.ndarray, pose: np.ndarray, width: int, height: int, scale: float = 1.0) -> np.ndarray:
     """(H', W', 6) float32 rays through pixel centres, camera-to-world ``pose`` in OpenCV axes.
 
     ``scale`` < 1 casts a reduced grid (each ray stands for 1/scale² pixels).
     """
-    w = max(1, int(round(width * scale)))
-    h = max(1, int(round(height * scale)))
-    us = (np.arange(w) + 0.5) * (width / w)
-    vs = (np.arange(h) + 0.5) * (height / h)
-    uu, vv = np.meshgrid(us, vs)
-    K = np.asarray(intrinsics, dtype=np.float64)
-    x = (uu - K[0, 2]) / K[0, 0]
-    y = (vv - K[1, 2]) / K[1, 1]
-    dirs_cam = np.stack([x, y, np.ones_like(x)], axis=-1)
-    R = pose[:3, :3]
-    dirs = dirs_cam @ R.T
-    origins = np.broadcast_to(pose[:3, 3], dirs.shape)
-    return np.concatenate([origins, dirs], axis=-1).astype(np.float32)
+    cam = CameraRays(intrinsics, width, height, scale)
+    return cam.rays(pose, out=np.empty((cam.count, 6), dtype=np.float32)).reshape(cam.grid_height, cam.grid_width, 6)
 
 
 @dataclass
@@ -55,13 +94,28 @@ class MeshRaycaster:
         )
         self.triangle_count = len(triangles)
 
+    @staticmethod
+    def _tensor(rays: np.ndarray) -> o3d.core.Tensor:
+        """Share contiguous float32 rays with Open3D instead of copying them."""
+        if rays.dtype == np.float32 and rays.flags.c_contiguous:
+            return o3d.core.Tensor.from_numpy(rays)
+        return o3d.core.Tensor(np.ascontiguousarray(rays, dtype=np.float32))
+
     def cast_rays(self, rays: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Raw cast: returns (t_hit, primitive_ids) with -1 for misses."""
-        ans = self.scene.cast_rays(o3d.core.Tensor(rays))
+        ans = self.scene.cast_rays(self._tensor(rays))
         t_hit = ans["t_hit"].numpy()
-        prim = ans["primitive_ids"].numpy().astype(np.int64)
-        prim[prim == INVALID_ID] = -1
+        # INVALID_ID is 2**32-1: read as int32 it is exactly -1.
+        prim = ans["primitive_ids"].numpy().view(np.int32).astype(np.int64)
         return t_hit, prim
+
+    def cast_triangle_ids(self, rays: np.ndarray) -> np.ndarray:
+        """Hit triangle per ray as int32, -1 for a miss; the leanest cast, for counting.
+
+        The returned array is a view of Open3D's result memory (kept alive by the view).
+        """
+        ans = self.scene.cast_rays(self._tensor(rays))
+        return ans["primitive_ids"].numpy().view(np.int32).reshape(rays.shape[:-1])
 
     def render(self, intrinsics: np.ndarray, pose: np.ndarray, width: int, height: int, scale: float = 1.0) -> Hits:
         rays = pixel_rays(intrinsics, pose, width, height, scale)

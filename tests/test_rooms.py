@@ -1,0 +1,85 @@
+"""Derived room polygons: floor band, seeded subsample, alpha shape; scene and main parts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import shapely
+from shapely.geometry import Polygon, box
+
+from pipeline.geometry.rooms import alpha_shape, derive_rooms, derive_scene_polygon, main_part, rooms_from_polygon
+
+
+def _floor_points(polygon, spacing=0.1, z=0.0):
+    x0, y0, x1, y1 = polygon.bounds
+    gx, gy = np.meshgrid(np.arange(x0, x1 + 1e-9, spacing), np.arange(y0, y1 + 1e-9, spacing))
+    xy = np.column_stack([gx.ravel(), gy.ravel()])
+    inside = shapely.contains_xy(polygon.buffer(1e-9), xy[:, 0], xy[:, 1])
+    xy = xy[inside]
+    return np.column_stack([xy, np.full(len(xy), z)])
+
+
+def _walls(polygon, height=2.5, spacing=0.1):
+    ring = polygon.exterior
+    d = np.arange(0, ring.length, spacing)
+    xy = np.array([ring.interpolate(t).coords[0] for t in d])
+    zs = np.arange(0, height, 0.2)
+    return np.concatenate([np.column_stack([xy, np.full(len(xy), z)]) for z in zs])
+
+
+L_SHAPE = Polygon([(0, 0), (6, 0), (6, 2), (2, 2), (2, 5), (0, 5)])  # 18 m^2
+
+
+def test_l_shaped_room_area():
+    pts = np.concatenate([_floor_points(L_SHAPE), _walls(L_SHAPE)])
+    polygon = derive_scene_polygon(pts, seed=0, key="t/l")
+    assert polygon.area == pytest.approx(L_SHAPE.area, rel=0.05)
+    assert polygon.symmetric_difference(L_SHAPE).area < 0.1 * L_SHAPE.area  # concave, not the convex hull
+
+
+def test_furniture_holes_are_filled():
+    room = box(0, 0, 5, 4)
+    floor = _floor_points(room)
+    bed = box(1, 1, 3, 3)
+    hidden = shapely.contains_xy(bed, floor[:, 0], floor[:, 1])
+    pts = np.concatenate([floor[~hidden], _walls(room)])
+    polygon = derive_scene_polygon(pts, seed=0, key="t/bed")
+    assert polygon.geom_type == "Polygon" and len(polygon.interiors) == 0
+    assert polygon.area == pytest.approx(20.0, rel=0.05)
+
+
+def test_ceiling_and_furniture_tops_are_ignored():
+    room = box(0, 0, 3, 3)
+    ceiling_only = _floor_points(box(-2, -2, 6, 6), z=2.6)  # wider than the floor, above the band
+    pts = np.concatenate([_floor_points(room), ceiling_only])
+    assert derive_scene_polygon(pts, seed=0, key="t/c").area == pytest.approx(9.0, rel=0.05)
+
+
+def test_two_rooms_give_scene_and_main():
+    big, small = box(0, 0, 5, 4), box(8, 0, 10, 2)
+    pts = np.concatenate([_floor_points(big), _floor_points(small)])
+    rooms = derive_rooms(pts, seed=0, key="t/two")
+    assert [(r.kind, r.source) for r in rooms] == [("scene", "derived"), ("main", "derived")]
+    assert rooms[0].polygon.geom_type == "MultiPolygon"
+    assert rooms[0].polygon.area == pytest.approx(24.0, rel=0.05)
+    assert rooms[1].polygon.area == pytest.approx(20.0, rel=0.05)
+
+
+def test_seeded_subsample_is_reproducible():
+    pts = np.concatenate([_floor_points(L_SHAPE, spacing=0.03), _walls(L_SHAPE)])
+    a = derive_scene_polygon(pts, seed=3, key="t/s", max_points=2000)
+    b = derive_scene_polygon(pts, seed=3, key="t/s", max_points=2000)
+    assert shapely.to_wkb(a) == shapely.to_wkb(b)
+    assert a.area == pytest.approx(L_SHAPE.area, rel=0.1)
+
+
+def test_degenerate_inputs_give_no_room():
+    assert derive_rooms(np.zeros((2, 3)), seed=0, key="t/d") == []
+    assert alpha_shape(np.array([[0.0, 0], [1, 1], [2, 2]]), 1.0).is_empty
+    assert main_part(Polygon()).is_empty
+
+
+def test_annotated_polygon_keeps_its_source():
+    rooms = rooms_from_polygon(shapely.MultiPolygon([box(0, 0, 2, 2), box(3, 0, 4, 1)]), source="annotated")
+    assert [r.kind for r in rooms] == ["scene", "main"] and {r.source for r in rooms} == {"annotated"}
+    assert rooms[1].polygon.area == pytest.approx(4.0)

@@ -1,0 +1,61 @@
+"""``scan2qa eval``: score a predictions file (JSONL ``{id, prediction}``) against a release.
+
+The judge for free-form localisation (FSD) is configured by flags or the
+``SCAN2QA_JUDGE_URL`` / ``SCAN2QA_JUDGE_MODEL`` / ``SCAN2QA_JUDGE_KEY``
+environment; without one, FSD is reported as not scored instead of zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pipeline.scoring.evaluate import evaluate_release
+from pipeline.scoring.judge import FsdJudge, JudgeSettings
+from pipeline.scoring.report import to_json, to_markdown, write_reports
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--release", required=True, help="release folder holding tables/qa.parquet and videos/")
+    parser.add_argument("--predictions", required=True, help='JSONL file of {"id": ..., "prediction": ...}')
+    parser.add_argument(
+        "--mode",
+        choices=("harness", "robust"),
+        default="harness",
+        help="harness: lmms-eval's first-token rule (default); robust: also reads answer phrases, units, words",
+    )
+    parser.add_argument("--out", help="write scores.json, scores.md and scores.html into this folder")
+    parser.add_argument("--json", action="store_true", help="print the scores as one JSON object")
+    parser.add_argument("--judge-url", help="OpenAI-compatible base URL for the FSD judge (env SCAN2QA_JUDGE_URL)")
+    parser.add_argument("--judge-model", help="judge model name (env SCAN2QA_JUDGE_MODEL)")
+    parser.add_argument("--judge-key", help="judge API key (env SCAN2QA_JUDGE_KEY)")
+    parser.add_argument(
+        "--judge-cache",
+        help="JSON-lines cache of judgments (default: <out>/judge_cache.jsonl, else next to the predictions)",
+    )
+    parser.add_argument("--no-judge", action="store_true", help="do not call a judge even if one is configured")
+
+
+def _judge(args: argparse.Namespace) -> FsdJudge | None:
+    if args.no_judge:
+        return None
+    cache = args.judge_cache or str(
+        Path(args.out) / "judge_cache.jsonl" if args.out else Path(args.predictions).with_suffix(".judge_cache.jsonl")
+    )
+    settings = JudgeSettings.from_env(url=args.judge_url, model=args.judge_model, key=args.judge_key, cache_path=cache)
+    return FsdJudge(settings) if settings.configured else None
+
+
+def run(args: argparse.Namespace) -> int:
+    report = evaluate_release(args.release, args.predictions, args.mode, _judge(args))
+    if args.out:
+        paths = write_reports(report, args.out)
+        if not args.json:
+            print(f"wrote {', '.join(str(p) for p in paths.values())}", file=sys.stderr)
+    if args.json:
+        sys.stdout.write(json.dumps(json.loads(to_json(report)), sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(to_markdown(report))
+    return 0

@@ -1,0 +1,264 @@
+"""Per-question metrics, task composites and the chance/frequency baselines (SPEC §6).
+
+The numbers published with a release (stats, eval, the generated lmms-eval task)
+must agree to the last digit, so the metric definitions live here once: MRA uses
+the harnesses' ten thresholds and their ``<=`` comparison, composites are the
+means lmms-eval's ``revsi`` task reports, and ``frequency_baseline`` is the one
+function every reporter calls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import polars as pl
+
+# The harnesses build these with np.linspace(.5, .95, int((.95-.5)/.05 + 2)), which yields exactly ten values.
+MRA_THRESHOLDS: np.ndarray = np.linspace(0.50, 0.95, 10)
+
+REVSI_NQ_TYPES: tuple[str, ...] = (
+    "object_counting_single",
+    "object_counting_multiple",
+    "object_abs_distance",
+    "object_size_estimation",
+    "room_size_estimation_single",
+    "room_size_estimation_multiple",
+)
+REVSI_MCQ_TYPES: tuple[str, ...] = (
+    "object_rel_direction_forward_easy",
+    "object_rel_direction_backward_easy",
+    "object_rel_direction_forward_hard",
+    "object_rel_direction_backward_hard",
+    "object_rel_distance_closest",
+    "object_rel_distance_farthest",
+    "route_planning",
+    "obj_appearance_order",
+)
+VSIBENCH_NQ_TYPES: tuple[str, ...] = (
+    "object_counting",
+    "object_size_estimation",
+    "room_size_estimation",
+    "object_abs_distance",
+)
+VSIBENCH_MCQ_TYPES: tuple[str, ...] = (
+    "object_rel_distance",
+    "object_rel_direction_easy",
+    "object_rel_direction_medium",
+    "object_rel_direction_hard",
+    "route_planning",
+    "obj_appearance_order",
+)
+PINPOINT_TYPES: tuple[str, ...] = (
+    "presence",
+    "reference_mcq",
+    "free_form_localization",
+    "structured_localization",
+)
+NQ_TYPES: frozenset[str] = frozenset(REVSI_NQ_TYPES + VSIBENCH_NQ_TYPES)
+MCQ_TYPES: frozenset[str] = frozenset(REVSI_MCQ_TYPES + VSIBENCH_MCQ_TYPES + ("reference_mcq",))
+
+# Task name -> the question types whose scores it averages (SPEC §6 composites).
+COMPOSITES: dict[str, tuple[str, ...]] = {
+    "object_counting": ("object_counting_single", "object_counting_multiple"),
+    "object_rel_direction": (
+        "object_rel_direction_forward_easy",
+        "object_rel_direction_backward_easy",
+        "object_rel_direction_forward_hard",
+        "object_rel_direction_backward_hard",
+        # VSI-Bench names, averaged the same way by lmms-eval's vsibench task
+        "object_rel_direction_easy",
+        "object_rel_direction_medium",
+        "object_rel_direction_hard",
+    ),
+    "object_rel_distance": ("object_rel_distance_closest", "object_rel_distance_farthest"),
+    "room_size_estimation": ("room_size_estimation_single", "room_size_estimation_multiple"),
+}
+_TASK_OF_TYPE: dict[str, str] = {qt: task for task, types in COMPOSITES.items() for qt in types}
+
+
+def answer_kind(question_type: str, options: Sequence[str] | None = None) -> str:
+    """How an answer of this type is read and scored: nq, mcq, yesno, ssp or fsd."""
+    if question_type == "presence":
+        return "yesno"
+    if question_type == "structured_localization":
+        return "ssp"
+    if question_type == "free_form_localization":
+        return "fsd"
+    if question_type in NQ_TYPES:
+        return "nq"
+    if question_type in MCQ_TYPES:
+        return "mcq"
+    return "mcq" if options else "nq"
+
+
+def task_of(question_type: str) -> str:
+    """The reported task a question type contributes to (itself unless it is part of a composite)."""
+    return _TASK_OF_TYPE.get(question_type, question_type)
+
+
+def mean_relative_accuracy(prediction: float | None, target: float) -> float:
+    """MRA over the ten thresholds; a zero target (counts on dummy videos) needs an exact 0.
+
+    The harnesses divide by the target and so can never credit a zero ground truth;
+    SPEC §2 gives dummy-video counting a ground truth of 0, which only an exact match can honour.
+    """
+    if prediction is None or not math.isfinite(prediction) or target is None or not math.isfinite(target):
+        return 0.0
+    if target == 0:
+        return 1.0 if prediction == 0 else 0.0
+    relative_error = abs(prediction - target) / abs(target)
+    return float(np.mean(relative_error <= 1.0 - MRA_THRESHOLDS))
+
+
+def expected_mra_uniform(target: float, low: float, high: float, integer: bool) -> float:
+    """Expected MRA of a uniform random guess on [low, high] (integers only if ``integer``).
+
+    This is the chance level of the random baseline for numeric questions, computed
+    exactly instead of sampled so that the reported chance does not depend on a seed.
+    """
+    if target is None or not math.isfinite(target):
+        return 0.0
+    if integer:
+        values = np.arange(math.ceil(low), math.floor(high) + 1, dtype=float)
+        if values.size == 0:
+            return 0.0
+        return float(np.mean([mean_relative_accuracy(v, target) for v in values]))
+    if high <= low:
+        return mean_relative_accuracy(low, target)
+    if target == 0:
+        return 0.0
+    total = 0.0
+    for theta in MRA_THRESHOLDS:
+        half_width = (1.0 - theta) * abs(target)
+        overlap = min(high, target + half_width) - max(low, target - half_width)
+        total += max(overlap, 0.0) / (high - low)
+    return total / len(MRA_THRESHOLDS)
+
+
+def mean_or_none(values: Iterable[float | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def task_scores(type_scores: dict[str, float | None]) -> dict[str, float | None]:
+    """Collapse per-type scores into task scores; composites average the types present."""
+    grouped: dict[str, list[float | None]] = {}
+    for question_type in sorted(type_scores):
+        grouped.setdefault(task_of(question_type), []).append(type_scores[question_type])
+    return {task: mean_or_none(values) for task, values in sorted(grouped.items())}
+
+
+def overall_score(tasks: dict[str, float | None]) -> float | None:
+    """Mean of the task scores that could be computed (an unscored FSD task is left out)."""
+    return mean_or_none(tasks.values())
+
+
+def _answer_number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _number_or_nan(text: str) -> float:
+    value = _answer_number(text)
+    return math.nan if value is None else value
+
+
+def _mode_answer(answers: list[str], numeric: bool) -> str:
+    """Most frequent answer; ties go to the smallest value so the choice never depends on row order."""
+    counts: dict[str, int] = {}
+    for answer in answers:
+        counts[answer] = counts.get(answer, 0) + 1
+
+    def tie_key(answer: str):
+        number = _answer_number(answer) if numeric else None
+        return (-counts[answer], number if number is not None else math.inf, answer)
+
+    return min(counts, key=tie_key)
+
+
+def score_constant_answer(question_type: str, answer: str, ground_truths: Sequence[str]) -> float | None:
+    """Score of always giving ``answer`` to every question of a type (None where not machine-scorable)."""
+    kind = answer_kind(question_type)
+    if not ground_truths:
+        return None
+    if kind == "nq":
+        guess = _answer_number(answer)
+        return float(np.mean([mean_relative_accuracy(guess, _number_or_nan(gt)) for gt in ground_truths]))
+    if kind in ("mcq", "yesno"):
+        return float(np.mean([answer.strip().lower() == gt.strip().lower() for gt in ground_truths]))
+    if kind == "ssp":
+        from pipeline.scoring.ssp import ssp_score
+
+        return float(np.mean([ssp_score(answer, gt) for gt in ground_truths]))
+    return None  # fsd needs the judge
+
+
+DEFAULT_BASELINE_GROUPS: tuple[str, ...] = ("profile", "budget", "video_kind", "question_type")
+
+
+def frequency_baseline(qa_df: pl.DataFrame, by: Sequence[str] = DEFAULT_BASELINE_GROUPS) -> pl.DataFrame:
+    """The frequency baseline: always answer the most frequent ground truth of the group.
+
+    For numeric types the answer is the mode of the ground-truth strings, scored with
+    MRA; for choices it is the most frequent letter (or Yes/No), scored by accuracy.
+    Free-form descriptions have no machine score and get ``score = null``. Groups are
+    ``by`` (the columns of it that the frame has), so stats and eval agree when they
+    pass the same grouping. Returns one row per group: the ``by`` columns, ``answer``,
+    ``score`` and ``questions``.
+    """
+    keys = [c for c in by if c in qa_df.columns]
+    if "question_type" not in keys:
+        raise ValueError("frequency_baseline needs question_type among the grouping columns")
+    rows = []
+    if qa_df.height:
+        for group_key, group in qa_df.sort(keys + ["id"]).group_by(keys, maintain_order=True):
+            group_values = dict(zip(keys, group_key))
+            question_type = group_values["question_type"]
+            ground_truths = group["ground_truth"].to_list()
+            numeric = answer_kind(question_type) == "nq"
+            answer = _mode_answer(ground_truths, numeric)
+            rows.append(
+                {
+                    **group_values,
+                    "answer": answer,
+                    "score": score_constant_answer(question_type, answer, ground_truths),
+                    "questions": len(ground_truths),
+                }
+            )
+    schema = {k: pl.String for k in keys} | {"answer": pl.String, "score": pl.Float64, "questions": pl.Int64}
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
+def numeric_answer_range(ground_truths: Sequence[str]) -> tuple[float, float, bool]:
+    """(low, high, integer) of a type's numeric answers: the range random guesses are drawn from."""
+    values = [v for v in (_answer_number(gt) for gt in ground_truths) if v is not None]
+    if not values:
+        return 0.0, 0.0, True
+    integer = all(float(v).is_integer() for v in values)
+    return min(values), max(values), integer
+
+
+def chance_score(question_type: str, ground_truths: Sequence[str], options: Sequence[Sequence[str]]) -> float | None:
+    """Expected score of the random baseline for one group of questions of a type.
+
+    MCQ: mean of 1/len(options); yes/no: 1/2; numeric: the exact expected MRA of a
+    uniform draw from the type's answer range; SSP and FSD: not defined (None).
+    """
+    kind = answer_kind(question_type)
+    if not ground_truths:
+        return None
+    if kind == "mcq":
+        return float(np.mean([1.0 / len(opts) if len(opts) else 0.0 for opts in options]))
+    if kind == "yesno":
+        return 0.5
+    if kind == "nq":
+        low, high, integer = numeric_answer_range(ground_truths)
+        return float(
+            np.mean([expected_mra_uniform(_number_or_nan(gt), low, high, integer) for gt in ground_truths])
+        )
+    return None

@@ -1,0 +1,51 @@
+"""A released benchmark on disk: the dataset-wide qa table and its videos.
+
+Eval, baselines and every export read a release the same way, so that
+``--release data/out`` and ``--release data/out/releases/latest`` both work:
+any folder holding ``tables/qa.parquet`` and ``videos/...`` is a release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from pipeline import schemas, storage
+from pipeline.errors import ScanError
+
+
+@dataclass
+class Release:
+    root: Path
+    qa: pl.DataFrame
+
+    def video_path(self, row: dict) -> Path:
+        """Where a question's video lives: its recorded path, else the budget layout."""
+        if row.get("video"):
+            recorded = self.root / row["video"]
+            if recorded.exists():
+                return recorded
+        if row.get("video_kind") not in (None, "real"):
+            return self.root / "videos" / "dummy" / row["video_kind"] / f"{Path(row.get('video') or '').stem}.mp4"
+        return self.root / "videos" / f"{row['budget']}_frame" / f"{row['scene_id']}.mp4"
+
+
+def load_release(root: str | Path) -> Release:
+    root = Path(root)
+    table = root / "tables" / "qa.parquet"
+    if not table.exists():
+        raise ScanError("release", str(table), "no qa table: a release folder holds tables/qa.parquet")
+    try:
+        qa = storage.read_table(storage.upath(table), "qa")
+    except ValueError as exc:
+        raise ScanError("release", str(table), f"not a qa table: {str(exc).splitlines()[0]}") from None
+    return Release(root=root, qa=qa.sort("id"))
+
+
+def write_qa(root: str | Path, qa: pl.DataFrame) -> Path:
+    """Write a qa table as a release (used by tests and by tools that assemble releases)."""
+    path = Path(root) / "tables" / "qa.parquet"
+    storage.write_table(storage.upath(path), "qa", schemas.conform("qa", qa))
+    return path

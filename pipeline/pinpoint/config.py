@@ -1,0 +1,143 @@
+"""Every threshold of the PinpointQA rules, in one place.
+
+The paper publishes only a few numbers (1.0 m neighbourhood, 2 cm contact,
+5 cm same level); everything else here is our choice, documented in
+``docs/pinpointqa_method.md``. A profile can override any value with a mapping
+(``PinpointConfig.from_mapping``) or a YAML file (``load_pinpoint_config``);
+unknown keys are rejected so that a typo never silently keeps a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.errors import ConfigError
+
+# Labels that can carry a small object (semantic suitability of a support).
+DEFAULT_SURFACE_LABELS: tuple[str, ...] = (
+    "table", "desk", "shelf", "shelves", "bookshelf", "bookcase", "counter", "kitchen counter", "countertop",
+    "bed", "nightstand", "night stand", "bedside table", "cabinet", "kitchen cabinet", "kitchen cabinets",
+    "file cabinet", "dresser", "drawer", "sofa", "couch", "armchair", "chair", "office chair", "stool", "bench",
+    "ottoman", "floor", "closet floor", "coffee table", "end table", "side table", "dining table", "tv stand",
+    "stand", "cart", "windowsill", "window sill", "sink", "bathroom counter", "bathroom vanity", "vanity",
+    "washing machine", "dryer", "refrigerator", "microwave", "piano", "radiator", "wardrobe", "closet",
+    "storage shelf", "wall cabinet", "box", "crate", "suitcase", "mattress", "rack", "shoe rack", "footrest",
+    "mat", "rug", "carpet", "tray", "workbench", "printer", "monitor stand", "laptop stand", "book",
+)
+
+# Structural labels that may still act as a support.
+DEFAULT_FLOOR_LABELS: tuple[str, ...] = ("floor", "closet floor")
+
+# References a target touching sideways hangs on or is stuck to (vertical or wall-mounted things).
+DEFAULT_VERTICAL_LABELS: tuple[str, ...] = (
+    "wall", "door", "window", "whiteboard", "blackboard", "board", "bulletin board", "mirror", "picture",
+    "poster", "painting", "tv", "monitor", "computer monitor", "screen", "curtain", "radiator", "coat rack",
+    "hook", "towel rack", "rail", "pipe", "refrigerator", "wall cabinet", "kitchen cabinet", "cabinet door",
+    "power outlet", "socket", "light switch", "frame", "pillar", "column", "headboard", "ladder",
+)
+
+# Small objects that are usually mounted, stuck or plugged rather than placed.
+DEFAULT_ATTACHABLE_LABELS: tuple[str, ...] = (
+    "fire extinguisher", "clock", "post it note", "sticky note", "power plug", "power strip", "power extension",
+    "extension cord", "power cord", "cable", "charger", "phone charger", "laptop charger", "power adapter",
+    "adapter", "dongle", "lanyard", "soap dispenser", "paper towel roll", "toilet paper",
+)
+
+
+@dataclass
+class RepresentationConfig:
+    neighborhood_radius: float = 1.0  # paper: centroids within 1.0 m
+    contact_distance: float = 0.02  # paper: shortest mesh distance <= 2 cm is contact
+    same_level_dz: float = 0.05  # paper: |centroid dz| <= 5 cm is the same level
+    footprint_samples: int = 3  # grid side of xy sample points over the target's footprint (n x n + centre)
+    footprint_shrink: float = 0.8  # sample within this fraction of the target's footprint (stay off its rim)
+
+
+@dataclass
+class SupportConfig:
+    rest_gap: float = 0.03  # |target bottom - surface top| within this is "resting on" the surface
+    max_support_gap: float = 0.10  # a non-contact surface further below than this cannot support
+    surface_labels: tuple[str, ...] = DEFAULT_SURFACE_LABELS
+    floor_labels: tuple[str, ...] = DEFAULT_FLOOR_LABELS
+
+
+@dataclass
+class RelationConfig:
+    side_ratio: float = 1.0  # horizontal > side_ratio * |dz| (without overlap) makes above/below side_*
+    level_ratio: float = 4.0  # horizontal > level_ratio * |dz| counts as level (next_to/near)
+    next_to_distance: float = 0.30  # level, not in contact, shortest <= this: next_to; else near
+    vertical_labels: tuple[str, ...] = DEFAULT_VERTICAL_LABELS
+    attachable_labels: tuple[str, ...] = DEFAULT_ATTACHABLE_LABELS
+
+
+@dataclass
+class QuestionConfig:
+    nri_tie_margin: float = 0.05  # drop NRI when the second-nearest label is within this of the nearest
+    nri_options: int = 4
+    max_references: int = 2  # FSD / SSP: up to two references besides the surface
+    excluded_reference_labels: tuple[str, ...] = ("floor", "wall", "ceiling", "closet floor", "closet wall")
+    require_visible_references: bool = True  # references and options must be visible in the budget's frames
+    tpv_negative_ratio: float = 1.0  # negatives per positive (1.0 = balanced 50/50)
+    budgets: tuple[str, ...] = ("16", "32", "64", "all")
+
+
+@dataclass
+class SplitConfig:
+    fractions: tuple[float, float, float] = (0.6, 0.2, 0.2)  # train, val, test
+    salt: str = "pinpointqa-split-v1"
+
+
+@dataclass
+class PinpointConfig:
+    representation: RepresentationConfig = field(default_factory=RepresentationConfig)
+    support: SupportConfig = field(default_factory=SupportConfig)
+    relations: RelationConfig = field(default_factory=RelationConfig)
+    questions: QuestionConfig = field(default_factory=QuestionConfig)
+    splits: SplitConfig = field(default_factory=SplitConfig)
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any] | None) -> PinpointConfig:
+        return _build(cls, dict(values or {}), "pinpointqa")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _build(cls, values: dict[str, Any], where: str):
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in values.items():
+        default = getattr(cls(), name)
+        if dataclasses.is_dataclass(default):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}.{name}: expected a mapping, got {type(value).__name__}")
+            kwargs[name] = _build(type(default), value, f"{where}.{name}")
+        elif isinstance(default, tuple):
+            kwargs[name] = tuple(str(v) if isinstance(default[0], str) else v for v in value) if default else tuple(value)
+        else:
+            kwargs[name] = value
+    return cls(**kwargs)
+
+
+def load_pinpoint_config(path: str | Path | None = None) -> PinpointConfig:
+    """Defaults, overridden by a YAML file holding a ``pinpointqa:`` mapping (or the mapping itself)."""
+    if path is None:
+        return PinpointConfig()
+    candidate = Path(path)
+    if not candidate.exists():
+        raise ConfigError(f"{candidate}: config file not found")
+    try:
+        values = yaml.safe_load(candidate.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{candidate}: not valid YAML: {exc}".splitlines()[0]) from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"{candidate}: expected a mapping at the top level")
+    return PinpointConfig.from_mapping(values.get("pinpointqa", values))

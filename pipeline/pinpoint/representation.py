@@ -1,0 +1,124 @@
+"""PinpointQA's intermediate spatial representation of one scan, as two tables.
+
+``pinpoint_targets``: small-vocabulary objects whose lowercase label is unique
+in the scene, with their chosen supporting surface. ``pinpoint_neighbors``:
+per target, every non-structural object whose centroid lies within
+``neighborhood_radius`` of the target's, with the measurements every task is
+generated from (shortest distance, horizontal separation, vertical offset,
+contact, same level, relation, support). Questions are generated from these
+tables alone, so a reviewer can audit any answer against one row.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import polars as pl
+
+from pipeline import schemas
+from pipeline.pinpoint.config import PinpointConfig
+from pipeline.pinpoint.geometry import ObjectGeometry, scene_geometry, shortest_distance
+from pipeline.pinpoint.relations import PairEvidence, classify_relation
+from pipeline.pinpoint.support import SupportCandidate, choose_support, placement, rests_on
+from pipeline.scene import ParsedScan
+from pipeline.vocab import small_object_category
+
+
+def eligible_targets(geoms: dict[int, ObjectGeometry]) -> list[ObjectGeometry]:
+    """Small-vocabulary objects whose lowercase label occurs once in the scene (ambiguous ones are dropped)."""
+    counts = Counter(g.label for g in geoms.values())
+    return [g for g in geoms.values() if g.small and not g.structural and counts[g.label] == 1]
+
+
+def _floors(geoms: dict[int, ObjectGeometry], cfg: PinpointConfig) -> list[ObjectGeometry]:
+    labels = cfg.support.floor_labels
+    return [g for g in geoms.values() if g.structural and (g.label in labels or g.category in labels)]
+
+
+def _labelled(geom: ObjectGeometry, labels: tuple[str, ...]) -> bool:
+    return geom.label in labels or geom.category in labels
+
+
+def build_representation(
+    key: str,
+    objects: pl.DataFrame,
+    scan: ParsedScan | None = None,
+    config: PinpointConfig | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(pinpoint_targets, pinpoint_neighbors) for one scan; ``scan`` may be None for box-only annotations."""
+    cfg = config or PinpointConfig()
+    rep = cfg.representation
+    geoms = scene_geometry(scan, objects.filter(pl.col("key") == key) if "key" in objects.columns else objects)
+    floors = _floors(geoms, cfg)
+    others = [g for g in geoms.values() if not g.structural]
+    centroids = np.array([g.centroid for g in others]) if others else np.empty((0, 3))
+    target_rows: list[dict] = []
+    neighbor_rows: list[dict] = []
+    for target in eligible_targets(geoms):
+        samples = target.footprint_samples(rep.footprint_samples, rep.footprint_shrink)
+        dist = np.linalg.norm(centroids - target.centroid, axis=1) if len(others) else np.empty(0)
+        neighbours = [g for g, d in zip(others, dist) if d <= rep.neighborhood_radius and g.object_id != target.object_id]
+        measured = {g.object_id: shortest_distance(target, g) for g in neighbours + floors}
+        candidates = [
+            SupportCandidate(g, measured[g.object_id][0], placement(target, g, samples)) for g in neighbours + floors
+        ]
+        by_id = {c.geom.object_id: c for c in candidates}
+        support = choose_support(candidates, cfg)
+        support_geom = support.geom if support is not None else None
+        for g in neighbours:
+            cand = by_id[g.object_id]
+            shortest, source = measured[g.object_id]
+            dz = float(target.centroid[2] - g.centroid[2])
+            dh = float(np.linalg.norm(target.centroid[:2] - g.centroid[:2]))
+            contact = shortest <= rep.contact_distance
+            is_support = support_geom is not None and g.object_id == support_geom.object_id
+            p = cand.placement
+            evidence = PairEvidence(
+                is_support=is_support,
+                contact=contact,
+                shortest=shortest,
+                dz=dz,
+                dh=dh,
+                rests_on_neighbor=p.overlaps and p.gap is not None and abs(p.gap) <= cfg.support.rest_gap,
+                over_neighbor=p.overlaps,
+                neighbor_covers=p.covers,
+                same_support=(
+                    support_geom is not None and not is_support and rests_on(g, support_geom, cfg)
+                ),
+                neighbor_vertical=_labelled(g, cfg.relations.vertical_labels),
+                target_attachable=_labelled(target, cfg.relations.attachable_labels),
+            )
+            neighbor_rows.append(
+                {
+                    "key": key,
+                    "target_id": target.object_id,
+                    "neighbor_id": g.object_id,
+                    "neighbor_label": g.label,
+                    "centroid_distance": float(np.linalg.norm(target.centroid - g.centroid)),
+                    "shortest_distance": shortest,
+                    "horizontal_distance": dh,
+                    "vertical_offset": dz,
+                    "contact": contact,
+                    "same_level": abs(dz) <= rep.same_level_dz,
+                    "relation": classify_relation(evidence, cfg),
+                    "is_support": is_support,
+                    "distance_source": source,
+                }
+            )
+        target_rows.append(
+            {
+                "key": key,
+                "object_id": target.object_id,
+                "label": target.label,
+                "category": small_object_category(target.label),
+                "center": [float(v) for v in target.centroid],
+                "support_object_id": None if support_geom is None else support_geom.object_id,
+                "support_label": None if support_geom is None else support_geom.label,
+                "neighbor_count": len(neighbours),
+                "distance_source": "mesh" if target.has_mesh else "box",
+            }
+        )
+    targets = schemas.from_rows("pinpoint_targets", target_rows).sort("object_id")
+    neighbors = schemas.from_rows("pinpoint_neighbors", neighbor_rows).sort(["target_id", "neighbor_id"])
+    return targets, neighbors

@@ -14,7 +14,6 @@ import pytest
 
 from pipeline import schemas
 from pipeline.pinpoint.config import PinpointConfig
-from pipeline.pinpoint.geometry import _own_box_distance, box_distance
 from pipeline.pinpoint.relations import RELATIONS
 from pipeline.pinpoint.representation import build_representation
 from pipeline.scene import Mesh, OrientedBox, ParsedScan, SceneObject
@@ -171,23 +170,6 @@ def test_deterministic(mesh_rep):
     objects2, scan2 = _objects_frame(SCENE, with_mesh=True)
     t2, n2 = build_representation(KEY, objects2, scan2)
     assert targets.equals(t2) and neighbors.equals(n2)
-
-
-def test_own_box_distance_matches_sampling():
-    rng = np.random.default_rng(3)
-    for _ in range(30):
-        boxes = []
-        for _ in range(2):
-            q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
-            boxes.append(OrientedBox(rng.uniform(-1, 1, 3), rng.uniform(0.1, 0.8, 3), q))
-        exact = _own_box_distance(*boxes)
-        pts = [b.center + (rng.uniform(-0.5, 0.5, (20000, 3)) * b.extent) @ b.rotation.T for b in boxes]
-        from scipy.spatial import cKDTree
-
-        sampled = cKDTree(pts[1]).query(pts[0])[0].min()
-        assert exact <= sampled + 1e-9
-        assert sampled - exact < 0.08
-        assert box_distance(*boxes) == pytest.approx(exact, abs=1e-6)
 
 
 def test_config_rejects_unknown_keys():

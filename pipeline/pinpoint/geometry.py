@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 from scipy.spatial import cKDTree
 
+from pipeline.geometry.distance import obb_distance
 from pipeline.scene import OrientedBox, ParsedScan
 from pipeline.vocab import is_small_object, is_structural, normalize_label
 
@@ -172,74 +173,8 @@ def _object_triangles(mesh, object_id: int, vertex_idx: np.ndarray) -> np.ndarra
 
 
 def box_distance(a: OrientedBox, b: OrientedBox) -> float:
-    """Exact shortest distance between two oriented boxes (0 when they intersect).
-
-    Uses the project's ``pipeline.geometry.distance.obb_distance`` when that
-    module exists; otherwise computes it here: separated convex polytopes meet
-    their closest pair at vertex-face or edge-edge features, so the minimum over
-    vertex-to-box and edge-to-edge distances is exact.
-    """
-    try:
-        from pipeline.geometry.distance import obb_distance
-    except ImportError:
-        return _own_box_distance(a, b)
+    """Exact shortest distance between two oriented boxes (0 when they intersect)."""
     return float(obb_distance(a, b))
-
-
-def _own_box_distance(a: OrientedBox, b: OrientedBox) -> float:
-    if _boxes_intersect(a, b):
-        return 0.0
-    ca, cb = a.corners(), b.corners()
-    best = min(_point_box_distance(ca, b).min(), _point_box_distance(cb, a).min())
-    ea, eb = _box_edges(ca), _box_edges(cb)
-    return float(min(best, _segment_distances(ea, eb).min()))
-
-
-def _point_box_distance(points: np.ndarray, box: OrientedBox) -> np.ndarray:
-    local = box.to_local(points)
-    excess = np.maximum(np.abs(local) - np.asarray(box.extent, dtype=float) / 2.0, 0.0)
-    return np.linalg.norm(excess, axis=1)
-
-
-def _box_edges(corners: np.ndarray) -> np.ndarray:
-    """(12, 2, 3): corners are indexed by sign bits (x, y, z), edges join corners differing in one bit."""
-    pairs = [(i, i | bit) for bit in (4, 2, 1) for i in range(8) if not i & bit]
-    return np.array([[corners[i], corners[j]] for i, j in pairs])
-
-
-def _segment_distances(ea: np.ndarray, eb: np.ndarray) -> np.ndarray:
-    """Closest distances between every segment of ``ea`` and every segment of ``eb`` (clamped parameters)."""
-    p, q = ea[:, None, 0], eb[None, :, 0]
-    d1, d2 = ea[:, None, 1] - p, eb[None, :, 1] - q
-    r = p - q
-    a = np.sum(d1 * d1, axis=-1)
-    e = np.sum(d2 * d2, axis=-1)
-    f = np.sum(d2 * r, axis=-1)
-    c = np.sum(d1 * r, axis=-1)
-    b = np.sum(d1 * d2, axis=-1)
-    denom = a * e - b * b
-    s = np.where(denom > 1e-15, np.clip((b * f - c * e) / np.where(denom > 1e-15, denom, 1.0), 0.0, 1.0), 0.0)
-    t = (b * s + f) / np.where(e > 1e-15, e, 1.0)
-    s = np.where(t < 0, np.clip(-c / np.where(a > 1e-15, a, 1.0), 0.0, 1.0), np.where(t > 1, np.clip((b - c) / np.where(a > 1e-15, a, 1.0), 0.0, 1.0), s))
-    t = np.clip(t, 0.0, 1.0)
-    diff = (p + s[..., None] * d1) - (q + t[..., None] * d2)
-    return np.linalg.norm(diff, axis=-1)
-
-
-def _boxes_intersect(a: OrientedBox, b: OrientedBox) -> bool:
-    """Separating-axis test over the 15 candidate axes."""
-    ra, rb = np.asarray(a.rotation, dtype=float), np.asarray(b.rotation, dtype=float)
-    axes = [ra[:, i] for i in range(3)] + [rb[:, i] for i in range(3)]
-    axes += [np.cross(ra[:, i], rb[:, j]) for i in range(3) for j in range(3)]
-    ca, cb = a.corners(), b.corners()
-    for axis in axes:
-        norm = np.linalg.norm(axis)
-        if norm < 1e-9:
-            continue
-        pa, pb = ca @ (axis / norm), cb @ (axis / norm)
-        if pa.max() < pb.min() - 1e-12 or pb.max() < pa.min() - 1e-12:
-            return False
-    return True
 
 
 def shortest_distance(a: ObjectGeometry, b: ObjectGeometry) -> tuple[float, str]:

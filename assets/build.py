@@ -46,8 +46,11 @@ def run_failure(result: dg.ExecuteInProcessResult) -> str:
             while error.cause is not None:
                 error = error.cause
             message = error.message.strip().splitlines()[0] if error.message.strip() else error.cls_name
-            prefix = "ScanError: "
-            return message[len(prefix) :] if message.startswith(prefix) else message
+            qualified_name, separator, text = message.partition(": ")
+            if separator and qualified_name.rsplit(".", 1)[-1] == error.cls_name:
+                # A ScanError already reads "<scan>: <file>: <problem>"; other errors keep their class name.
+                return text if error.cls_name == "ScanError" else f"{error.cls_name}: {text}"
+            return message
     return "run failed before any step ran"
 
 

@@ -1,0 +1,46 @@
+"""``scan2qa export``: write a released benchmark in a harness's own layout (SPEC §7)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pipeline.exports.pinpointqa import export_pinpointqa
+from pipeline.exports.revsi import export_revsi
+from pipeline.exports.vlmevalkit import export_vlmevalkit
+from pipeline.exports.vsibench import export_vsibench
+from pipeline.scoring.release import load_release
+
+FORMATS: dict[str, str] = {
+    "revsi": "revsi",
+    "vsibench": "vsibench",
+    "vlmevalkit": "revsi",
+    "pinpointqa": "pinpointqa",
+}  # format -> default profile
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=sorted(FORMATS), required=True)
+    parser.add_argument("--release", required=True, help="release folder holding tables/qa.parquet and videos/")
+    parser.add_argument("--out", required=True, help="folder to write the export into")
+    parser.add_argument("--profile", help="question profile to export (default: the format's own)")
+    parser.add_argument("--budget", default="all", help="frame budget for the vsibench format (default: all)")
+    parser.add_argument("--copy", action="store_true", help="copy videos instead of hard-linking them")
+
+
+def run(args: argparse.Namespace) -> int:
+    release = load_release(args.release)
+    profile = args.profile or FORMATS[args.format]
+    link = not args.copy
+    if args.format == "revsi":
+        counts = export_revsi(release, args.out, profile, link)
+    elif args.format == "vsibench":
+        counts = export_vsibench(release, args.out, args.budget, profile, link)
+    elif args.format == "vlmevalkit":
+        counts = export_vlmevalkit(release, args.out, profile, link)
+    else:
+        counts = export_pinpointqa(release, args.out, profile, link)
+    total = sum(counts.values())
+    print(f"exported {total} {profile} questions in {args.format} layout ({len(counts)} files) to {args.out}",
+          file=sys.stderr)
+    return 0

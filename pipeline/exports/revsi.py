@@ -1,0 +1,94 @@
+"""ReVSI / lmms-eval layout (SPEC §7): one Hugging Face config per frame budget.
+
+``<out>/<N>_frame/test-00000-of-00001.parquet`` holds exactly the fields the
+lmms-eval ``revsi`` task reads, and ``<out>/<N>_frame/<scene_id>.mp4`` the
+videos it resolves from ``num_frames`` and ``scene_id`` — the same relative
+layout as ReVSI's Hub cache, so the folder can be used as that task's cache
+directory unchanged. A dataset card and a ready-to-include lmms-eval task
+folder go with it.
+
+Only real-video questions are exported: dummy-video questions share their
+scene id with the real video, which the ``revsi`` layout cannot tell apart.
+``id`` is the qa table's stable string id (the harness never reads it, and
+keeping it lets ``scan2qa eval`` score harness outputs directly); ``num_frames``
+is a string because the all-frame budget is named ``all``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from pipeline.exports.common import (
+    PARQUET_NAME,
+    budget_order,
+    config_name,
+    place_video,
+    require_video,
+    select_rows,
+    write_parquet,
+    write_text,
+)
+from pipeline.exports.dataset_card import dataset_card
+from pipeline.exports.lmms_eval_task import write_task_folder
+from pipeline.scoring.release import Release
+
+REVSI_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("dataset", pa.string()),
+        ("scene_id", pa.string()),
+        ("num_frames", pa.string()),
+        ("question_type", pa.string()),
+        ("question", pa.string()),
+        ("options", pa.list_(pa.string())),
+        ("ground_truth", pa.string()),
+    ]
+)
+
+
+def export_revsi(release: Release, out: Path, profile: str = "revsi", link: bool = True) -> dict[str, int]:
+    """Write the per-budget configs, videos, card and lmms-eval task; returns questions per config."""
+    out = Path(out)
+    rows = select_rows(release, profile)
+    counts: dict[str, int] = {}
+    card_configs, task_configs = [], []
+    for budget in sorted(rows["budget"].unique().to_list(), key=budget_order):
+        name = config_name(budget)
+        part = rows.filter(rows["budget"] == budget)
+        records = []
+        for row in part.iter_rows(named=True):
+            video = require_video(release, row)
+            place_video(video, out / name / f"{row['scene_id']}.mp4", link)
+            records.append(
+                {
+                    "id": row["id"],
+                    "dataset": row["dataset"],
+                    "scene_id": row["scene_id"],
+                    "num_frames": budget,
+                    "question_type": row["question_type"],
+                    "question": row["question"],
+                    "options": list(row["options"] or []),
+                    "ground_truth": str(row["ground_truth"]),
+                }
+            )
+        parquet = out / name / PARQUET_NAME
+        write_parquet(pa.Table.from_pylist(records, schema=REVSI_SCHEMA), parquet)
+        counts[name] = len(records)
+        card_configs.append((name, f"{name}/{PARQUET_NAME}", len(records)))
+        task_configs.append((name, parquet))
+    write_text(
+        out / "README.md",
+        dataset_card(
+            f"scan2qa {profile} benchmark",
+            card_configs,
+            REVSI_SCHEMA,
+            "Video spatial-reasoning questions in the ReVSI layout: one config per frame budget, videos at "
+            "`<N>_frame/<scene_id>.mp4`. Evaluate with lmms-eval: "
+            "`--include_path lmms_eval_task --tasks scan2qa_revsi` (or the built-in `revsi` task with this folder "
+            "as its cache directory).",
+        ),
+    )
+    write_task_folder(out, task_configs)
+    return counts

@@ -231,14 +231,10 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
         warnings.append(f"no axisAlignment in {meta_path.name}: mesh and poses used as stored (identity)")
         alignment = np.eye(4)
 
-    mesh_path = folder / f"{scene_id}{MESH_SUFFIX}"
-    try:
-        ply = read_ply(mesh_path)
-    except PlyFormatError as exc:
-        raise ScanError(key, mesh_path.name, str(exc)) from None
-    files.append(mesh_path)
-    vertices = ply.vertices @ alignment[:3, :3].T + alignment[:3, 3]
-
+    # Cheap checks first, so a scan with a missing file fails before its mesh is parsed.
+    label_map_path = find_label_map(folder, config, key)
+    files.append(label_map_path)
+    label_map = load_label_map(label_map_path, key)
     agg_path = find_aggregation(folder, key)
     segs_path = find_segments(folder, key)
     files += [agg_path, segs_path]
@@ -249,16 +245,20 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
         seg_indices = np.asarray(segs["segIndices"], dtype=np.int64)
     except (KeyError, TypeError, ValueError):
         raise ScanError(key, segs_path.name, "no integer segIndices list") from None
+    members, vertex_group, overlap = group_vertices(seg_indices, groups, key, agg_path.name)
+
+    mesh_path = folder / f"{scene_id}{MESH_SUFFIX}"
+    try:
+        ply = read_ply(mesh_path)
+    except PlyFormatError as exc:
+        raise ScanError(key, mesh_path.name, str(exc)) from None
+    files.append(mesh_path)
+    vertices = ply.vertices @ alignment[:3, :3].T + alignment[:3, 3]
     if seg_indices.shape != (len(vertices),):
         raise ScanError(
             key, segs_path.name, f"{seg_indices.size} segIndices for {len(vertices)} mesh vertices"
         )
 
-    label_map_path = find_label_map(folder, config, key)
-    files.append(label_map_path)
-    label_map = load_label_map(label_map_path, key)
-
-    members, vertex_group, overlap = group_vertices(seg_indices, groups, key, agg_path.name)
     if overlap:
         warnings.append(f"{overlap} vertices belong to more than one segGroup; the later group keeps them")
     object_ids, id_warnings = _object_ids(groups, key, agg_path.name)

@@ -56,12 +56,13 @@ class RepresentationConfig:
     same_level_dz: float = 0.05  # paper: |centroid dz| <= 5 cm is the same level
     footprint_samples: int = 3  # grid side of xy sample points over the target's footprint (n x n + centre)
     footprint_shrink: float = 0.8  # sample within this fraction of the target's footprint (stay off its rim)
+    support_search_margin: float = 0.10  # scanned surfaces have holes under objects: also look this far around
 
 
 @dataclass
 class SupportConfig:
     rest_gap: float = 0.03  # |target bottom - surface top| within this is "resting on" the surface
-    max_support_gap: float = 0.10  # a non-contact surface further below than this cannot support
+    max_support_gap: float = 0.10  # |target bottom - surface top| beyond this cannot be a support
     surface_labels: tuple[str, ...] = DEFAULT_SURFACE_LABELS
     floor_labels: tuple[str, ...] = DEFAULT_FLOOR_LABELS
 

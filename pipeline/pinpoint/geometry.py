@@ -61,11 +61,14 @@ class ObjectGeometry:
             self._tree = cKDTree(self.vertices)
         return self._tree
 
-    def footprint_samples(self, n: int, shrink: float) -> np.ndarray:
-        """(n*n + 1, 2) xy points spread over the box footprint (plus its centre), for surface queries."""
+    def footprint_samples(self, n: int, shrink: float, margin: float = 0.0) -> np.ndarray:
+        """(n*n + 1, 2) xy points spread over the box footprint (plus its centre), for surface queries.
+
+        ``shrink`` scales the footprint, ``margin`` (metres) then grows it on every side.
+        """
         vert = self.box.vertical_axis
         axes = [i for i in range(3) if i != vert]
-        half = np.asarray(self.box.extent, dtype=float)[axes] / 2.0 * shrink
+        half = np.asarray(self.box.extent, dtype=float)[axes] / 2.0 * shrink + margin
         grid = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(1)
         uu, vv = np.meshgrid(grid, grid, indexing="ij")
         local = np.stack([uu.ravel() * half[0], vv.ravel() * half[1]], axis=1)

@@ -20,7 +20,7 @@ from pipeline import schemas
 from pipeline.pinpoint.config import PinpointConfig
 from pipeline.pinpoint.geometry import ObjectGeometry, scene_geometry, shortest_distance
 from pipeline.pinpoint.relations import PairEvidence, classify_relation
-from pipeline.pinpoint.support import SupportCandidate, choose_support, placement, rests_on
+from pipeline.pinpoint.support import choose_support, placement, rests_on, support_candidate
 from pipeline.scene import ParsedScan
 from pipeline.vocab import small_object_category
 
@@ -57,23 +57,23 @@ def build_representation(
     neighbor_rows: list[dict] = []
     for target in eligible_targets(geoms):
         samples = target.footprint_samples(rep.footprint_samples, rep.footprint_shrink)
+        ring = target.footprint_samples(rep.footprint_samples, rep.footprint_shrink, rep.support_search_margin)
         dist = np.linalg.norm(centroids - target.centroid, axis=1) if len(others) else np.empty(0)
         neighbours = [g for g, d in zip(others, dist) if d <= rep.neighborhood_radius and g.object_id != target.object_id]
         measured = {g.object_id: shortest_distance(target, g) for g in neighbours + floors}
+        inner = {g.object_id: placement(target, g, samples) for g in neighbours + floors}
         candidates = [
-            SupportCandidate(g, measured[g.object_id][0], placement(target, g, samples)) for g in neighbours + floors
+            support_candidate(target, g, measured[g.object_id][0], inner[g.object_id], ring) for g in neighbours + floors
         ]
-        by_id = {c.geom.object_id: c for c in candidates}
         support = choose_support(candidates, cfg)
         support_geom = support.geom if support is not None else None
         for g in neighbours:
-            cand = by_id[g.object_id]
             shortest, source = measured[g.object_id]
             dz = float(target.centroid[2] - g.centroid[2])
             dh = float(np.linalg.norm(target.centroid[:2] - g.centroid[:2]))
             contact = shortest <= rep.contact_distance
             is_support = support_geom is not None and g.object_id == support_geom.object_id
-            p = cand.placement
+            p = inner[g.object_id]
             evidence = PairEvidence(
                 is_support=is_support,
                 contact=contact,

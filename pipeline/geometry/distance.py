@@ -19,7 +19,11 @@ face point) leaves only edge-interior against edge-interior with non-parallel
 edges. Every candidate is a genuine pair of points of the two boxes, so the
 minimum over candidates is exact up to floating point, with no tolerance
 loop. Everything is vectorised over box pairs so that a scene's full distance
-matrix costs one numpy pass.
+matrix costs one numpy pass; edge pairs that cannot hold an interior closest
+pair (the other box does not reach both faces adjacent to the edge) are
+pruned before the segment algebra, which leaves about 11 of the 144.
+``obb_closest_points`` keeps the unpruned candidate set and returns the two
+points, so tests can verify every answer with a separating-slab certificate.
 """
 
 from __future__ import annotations
@@ -119,6 +123,83 @@ def _feature_candidates(ha, hb, rel_rot, rel_t):
     return dists, on_a, on_b
 
 
+def _edge_reach_masks(ha, hb, rel_rot, rel_t) -> tuple[np.ndarray, np.ndarray]:
+    """(P, 12) masks of the edges of A and of B that can hold an interior closest point.
+
+    If the closest pair sits inside A's edge e, the gap vector lies in the
+    normal cone of e (spanned by its two adjacent face normals), so B must
+    reach at least to both of those face planes; symmetrically for B's edges.
+    Typical separated pairs keep 1-4 edges per box, so about 1/16 of the 144
+    edge pairs survive.
+    """
+    abs_r = np.abs(rel_rot)
+    spread_b = abs_r @ hb[:, :, None]  # (P, 3, 1): B's half extent along A's axes
+    spread_a = np.transpose(abs_r, (0, 2, 1)) @ ha[:, :, None]  # A's half extent along B's axes
+    t_b = -np.einsum("pij,pi->pj", rel_rot, rel_t)  # A's centre in B's frame
+    signs = np.array([-1.0, 1.0])
+    tol_a = 1e-9 * (1.0 + ha)[:, :, None]
+    tol_b = 1e-9 * (1.0 + hb)[:, :, None]
+    # reach[p, axis, s] = the other box extends to (or past) the face (axis, signs[s]).
+    reach_a = signs * rel_t[:, :, None] + spread_b >= ha[:, :, None] - tol_a
+    reach_b = signs * t_b[:, :, None] + spread_a >= hb[:, :, None] - tol_b
+    return _edges_from_faces(reach_a), _edges_from_faces(reach_b)
+
+
+# For edge 4k+m: its two other axes and the sign index (0: -, 1: +) of its start corner on them.
+_EDGE_OTHER_AXES = np.array([[a for a in range(3) if a != k] for k in _EDGE_AXIS])  # (12, 2)
+_EDGE_OTHER_SIGNS = (_SIGNS[_EDGE_START[:, None], _EDGE_OTHER_AXES] > 0).astype(int)  # (12, 2)
+
+
+def _edges_from_faces(reach: np.ndarray) -> np.ndarray:
+    first = reach[:, _EDGE_OTHER_AXES[:, 0], _EDGE_OTHER_SIGNS[:, 0]]
+    second = reach[:, _EDGE_OTHER_AXES[:, 1], _EDGE_OTHER_SIGNS[:, 1]]
+    return first & second
+
+
+def _min_feature_distance(ha, hb, rel_rot, rel_t) -> np.ndarray:
+    """(P,) minimum over the corner candidates and the edge pairs that can hold the closest pair.
+
+    Same candidates as ``_feature_candidates`` except edge pairs that
+    ``_edge_reach_masks`` proves cannot be interior-interior closest pairs;
+    the survivors are gathered into flat arrays, so cost scales with them.
+    """
+    n = len(ha)
+    rot_t = np.transpose(rel_rot, (0, 2, 1))
+    corners_a = _SIGNS[None] * ha[:, None, :]  # (P, 8, 3)
+    corners_b = np.matmul(_SIGNS[None] * hb[:, None, :], rot_t) + rel_t[:, None, :]
+    excess_b = np.maximum(np.abs(corners_b) - ha[:, None, :], 0.0)
+    a_in_b = np.matmul(corners_a - rel_t[:, None, :], rel_rot)
+    excess_a = np.maximum(np.abs(a_in_b) - hb[:, None, :], 0.0)
+    best_sq = np.minimum((excess_b * excess_b).sum(axis=2).min(axis=1), (excess_a * excess_a).sum(axis=2).min(axis=1))
+
+    edges_a, edges_b = _edge_reach_masks(ha, hb, rel_rot, rel_t)
+    pair, ea, eb = np.nonzero(edges_a[:, :, None] & edges_b[:, None, :])
+    if pair.size:
+        ka, kb = _EDGE_AXIS[ea], _EDGE_AXIS[eb]
+        p0 = corners_a[pair, _EDGE_START[ea]]  # (K, 3)
+        q0 = corners_b[pair, _EDGE_START[eb]]
+        len_a = 2.0 * ha[pair, ka]
+        d1 = np.zeros_like(p0)
+        d1[np.arange(pair.size), ka] = len_a
+        d2 = rel_rot[pair, :, kb] * (2.0 * hb[pair, kb])[:, None]
+        r = p0 - q0
+        a = len_a * len_a
+        e = (d2 * d2).sum(axis=1)
+        b = len_a * d2[np.arange(pair.size), ka]
+        c = len_a * r[np.arange(pair.size), ka]
+        f = (d2 * r).sum(axis=1)
+        denom = a * e - b * b
+        crossing = denom > _PARALLEL_SIN2 * a * e
+        inv = np.zeros_like(denom)
+        np.divide(1.0, denom, out=inv, where=crossing)
+        s = np.minimum(np.maximum((b * f - c * e) * inv, 0.0), 1.0)
+        t = np.minimum(np.maximum((a * f - b * c) * inv, 0.0), 1.0)
+        gap = r + s[:, None] * d1 - t[:, None] * d2
+        edge_sq = (gap * gap).sum(axis=1)
+        np.minimum.at(best_sq, pair, edge_sq)
+    return np.sqrt(best_sq)
+
+
 def obb_pair_distances(boxes_a: Sequence[OrientedBox], boxes_b: Sequence[OrientedBox]) -> np.ndarray:
     """Exact distance between ``boxes_a[i]`` and ``boxes_b[i]`` for every i (0 where they intersect)."""
     if len(boxes_a) != len(boxes_b):
@@ -137,13 +218,26 @@ def _pair_distances_arrays(ca, ha, ra, cb, hb, rb) -> np.ndarray:
         if not np.any(sep):
             continue
         idx = np.flatnonzero(sep)
-        dists, _, _ = _feature_candidates(ha[sl][idx], hb[sl][idx], rel_rot[idx], rel_t[idx])
-        out[lo + idx] = dists.min(axis=1)
+        out[lo + idx] = _min_feature_distance(ha[sl][idx], hb[sl][idx], rel_rot[idx], rel_t[idx])
     return out
 
 
 def obb_distance_matrix(boxes_a: Sequence[OrientedBox], boxes_b: Sequence[OrientedBox]) -> np.ndarray:
-    """(len(boxes_a), len(boxes_b)) exact closest-point distances between solid oriented boxes."""
+    """(len(boxes_a), len(boxes_b)) exact closest-point distances between solid oriented boxes.
+
+    Passing the same sequence twice (``obb_distance_matrix(boxes, boxes)``)
+    computes each unordered pair once and mirrors it (zero diagonal).
+    """
+    if boxes_b is boxes_a:
+        centers, halves, rotations = _stack(boxes_a)
+        n = len(centers)
+        iu, ju = np.triu_indices(n, k=1)
+        out = np.zeros((n, n), dtype=float)
+        out[iu, ju] = _pair_distances_arrays(
+            centers[iu], halves[iu], rotations[iu], centers[ju], halves[ju], rotations[ju]
+        )
+        out[ju, iu] = out[iu, ju]
+        return out
     ca, ha, ra = _stack(boxes_a)
     cb, hb, rb = _stack(boxes_b)
     ia, ib = np.meshgrid(np.arange(len(ca)), np.arange(len(cb)), indexing="ij")

@@ -1,0 +1,109 @@
+"""Scans read from and tables written to ``s3://``, against moto's S3 server on loopback."""
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.cli import main
+from pipeline.discovery import discover_scans, scan_fingerprint
+from pipeline.storage import read_table, upath
+from tests.dagster_fakes import install_fake_reader, write_fake_scan
+
+
+
+@dataclass
+class Bucket:
+    name: str
+    options: dict
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    """A moto S3 server on a free loopback port, with dummy credentials; yields its storage options."""
+    from moto.server import ThreadedMotoServer
+
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
+            env.delenv(name, raising=False)
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        yield {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": f"http://{host}:{port}"}}
+        server.stop()
+
+
+@pytest.fixture
+def s3(s3_server):
+    """A fresh bucket per test (moto keeps buckets for the whole process)."""
+    bucket = f"scan2qa-{uuid.uuid4().hex[:12]}"
+    upath(f"s3://{bucket}", s3_server).fs.mkdir(bucket)
+    return Bucket(bucket, s3_server)
+
+
+def upload(local: Path, uri: str, options: dict) -> None:
+    target = upath(uri, options)
+    for f in sorted(local.rglob("*")):
+        if f.is_file():
+            (target / f.relative_to(local).as_posix()).write_bytes(f.read_bytes())
+
+
+def write_config(tmp_path: Path, s3: Bucket) -> str:
+    path = tmp_path / "s3.yaml"
+    path.write_text(yaml.safe_dump({
+        "scans_root": f"s3://{s3.name}/scans",
+        "output_root": f"s3://{s3.name}/out",
+        "storage_options": s3.options,
+    }))
+    return str(path)
+
+
+def test_fake_scans_round_trip_through_s3(tmp_path, s3, monkeypatch, capsys):
+    install_fake_reader(monkeypatch)
+    local = tmp_path / "local"
+    write_fake_scan(local, "synth0000_00", objects=2)
+    write_fake_scan(local / "group", "synth0001_00", objects=4)
+    upload(local, f"s3://{s3.name}/scans", s3.options)
+
+    found = discover_scans(f"s3://{s3.name}/scans", s3.options)
+    assert found == [
+        ("synthetic/synth0000_00", f"s3://{s3.name}/scans/synth0000_00"),
+        ("synthetic/synth0001_00", f"s3://{s3.name}/scans/group/synth0001_00"),
+    ]
+    fingerprint = scan_fingerprint(found[0][1], s3.options)
+    assert fingerprint == scan_fingerprint(found[0][1], s3.options)
+
+    assert main(["build", "--config", write_config(tmp_path, s3)]) == 0
+    printed = capsys.readouterr().out
+    assert f"tables: s3://{s3.name}/out/tables" in printed and "summary: 2 ok, 0 failed" in printed
+    objects = read_table(upath(f"s3://{s3.name}/out/tables/objects/synthetic/synth0001_00.parquet", s3.options), "objects")
+    assert objects["object_id"].to_list() == [0, 1, 2, 3]
+    leftovers = [p for p in upath(f"s3://{s3.name}/out", s3.options).rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+    upload(local / "synth0000_00", f"s3://{s3.name}/scans/synth0000_00/extra", s3.options)
+    assert scan_fingerprint(found[0][1], s3.options) != fingerprint
+
+
+def test_real_scannet_scene_from_s3(tmp_path, s3, fixtures_dir, capsys):
+    scene = fixtures_dir / "scannet" / "scene0000_00"
+    upload(scene, f"s3://{s3.name}/scans/scene0000_00", s3.options)
+    label_map = fixtures_dir / "scannet" / "scannetv2-labels.combined.tsv"
+    upath(f"s3://{s3.name}/scans/{label_map.name}", s3.options).write_bytes(label_map.read_bytes())
+
+    assert discover_scans(f"s3://{s3.name}/scans", s3.options) == [("scannet/scene0000_00", f"s3://{s3.name}/scans/scene0000_00")]
+    assert main(["build", "--config", write_config(tmp_path, s3)]) == 0
+    assert "[1/1] scannet/scene0000_00 ... ok" in capsys.readouterr().out
+    scans = read_table(upath(f"s3://{s3.name}/out/tables/scans/scannet/scene0000_00.parquet", s3.options), "scans")
+    assert scans["source_uri"].to_list() == [f"s3://{s3.name}/scans/scene0000_00"]
+    objects = read_table(upath(f"s3://{s3.name}/out/tables/objects/scannet/scene0000_00.parquet", s3.options), "objects")
+    assert objects.height > 10
+    assert json.dumps(sorted(objects["key"].unique().to_list())) == '["scannet/scene0000_00"]'

@@ -40,12 +40,11 @@ class CameraRays:
         w, h = self.grid_width, self.grid_height
         us = (np.arange(w) + 0.5) * (width / w)
         vs = (np.arange(h) + 0.5) * (height / h)
-        uu, vv = np.meshgrid(us, vs)
         K = np.asarray(intrinsics, dtype=np.float64).reshape(3, 3)
-        x = (uu - K[0, 2]) / K[0, 0]
-        y = (vv - K[1, 2]) / K[1, 1]
-        # Unit z in camera space, so the ray parameter t of a hit is its z-depth.
-        self.directions = np.stack([x, y, np.ones_like(x)], axis=-1).reshape(-1, 3).astype(np.float32)
+        # Camera-space direction of pixel (u, v) is (x[u], y[v], 1): unit z, so the ray
+        # parameter t of a hit is its z-depth, and each world component is an outer sum.
+        self.x = ((us - K[0, 2]) / K[0, 0]).astype(np.float32)
+        self.y = ((vs - K[1, 2]) / K[1, 1]).astype(np.float32)
         self._buffer = np.empty((w * h, 6), dtype=np.float32)
 
     @property
@@ -60,9 +59,18 @@ class CameraRays:
         """
         buf = self._buffer if out is None else out
         pose = np.asarray(pose, dtype=np.float64)
-        rot_t = np.ascontiguousarray(pose[:3, :3].T, dtype=np.float32)
-        np.matmul(self.directions, rot_t, out=buf[:, 3:])
-        buf[:, :3] = pose[:3, 3].astype(np.float32)
+        R = pose[:3, :3].astype(np.float32)
+        # Row v of the buffer is C + y[v] D, with C = [origin, R[:,0] x[u] + R[:,2]] and
+        # D = [0, R[:,1]] laid out over u: two contiguous passes over the buffer.
+        w = self.grid_width
+        C = np.empty((w, 6), dtype=np.float32)
+        C[:, :3] = pose[:3, 3].astype(np.float32)
+        C[:, 3:] = self.x[:, None] * R[:, 0] + R[:, 2]
+        D = np.zeros((w, 6), dtype=np.float32)
+        D[:, 3:] = R[:, 1]
+        rows = buf.reshape(self.grid_height, w * 6)
+        np.multiply(self.y[:, None], D.reshape(1, -1), out=rows)
+        np.add(rows, C.reshape(1, -1), out=rows)
         return buf
 
 

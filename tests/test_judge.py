@@ -192,3 +192,11 @@ def test_without_a_judge_fsd_is_not_scored_and_says_so():
     assert group["avg_micro"] == 1.0  # the other three tasks, FSD left out of the mean
     assert report["fsd_scored"] is False
     assert any("not scored" in note for note in report["notes"])
+
+
+def test_server_without_json_mode_gets_the_request_again_without_it(server, tmp_path):
+    server.script = [("status", 400), GOOD]
+    judge = make_judge(server, tmp_path)
+    assert judge.judge("q6", "?", "gt", "pred").total == 9
+    assert "response_format" in server.requests[0]["body"]
+    assert "response_format" not in server.requests[1]["body"]

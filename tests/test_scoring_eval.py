@@ -164,3 +164,29 @@ def test_release_path_without_qa_table_is_a_one_line_error(tmp_path, capsys):
         evaluate_release(tmp_path, tmp_path / "x.jsonl")
     assert main(["eval", "--release", str(tmp_path), "--predictions", str(tmp_path / "x.jsonl")]) == 1
     assert "qa.parquet" in capsys.readouterr().err
+
+
+def test_dummy_video_questions_form_their_own_groups_outside_overall():
+    real = revsi_rows(30, 1)
+    dummy = [
+        dict(r, id="d" + r["id"], video_kind="black", ground_truth="0", video="videos/dummy/black/x.mp4")
+        for r in revsi_rows(7, 2)
+        if r["question_type"].startswith("object_counting")
+    ]
+    qa = qa_frame(real + dummy)
+    preds = _truths(qa_frame(real))
+    preds.update({r["id"]: "3" for r in dummy})  # hallucinated counts on black videos
+    report = evaluate(qa, preds, "harness")
+    names = [g["name"] for g in report["groups"]]
+    assert names == ["revsi/16_frame", "revsi/16_frame/black"]
+    assert report["overall"] == 1.0
+    assert report["groups"][1]["tasks"]["object_counting"] == 0.0
+    black = baseline_predictions(qa, "black")
+    assert evaluate(qa, black, "harness")["groups"][1]["overall"] == 1.0  # "0" on a black video is right
+
+
+def test_non_numeric_ground_truth_names_the_scan_and_question():
+    rows = revsi_rows(1, 0)
+    rows[0]["ground_truth"] = "many"
+    with pytest.raises(ScanError, match="synthetic/synth0000_00: tables/qa.parquet: question q16_00000"):
+        evaluate(qa_frame(rows), {}, "harness")

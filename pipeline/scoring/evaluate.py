@@ -70,7 +70,12 @@ def score_question(row: Mapping, reply: str | None, mode: str, judge: FsdJudge |
         parsed = parse_reply(text, kind, mode, row.get("options"), question_type)
         out["parse_ok"], out["parsed"] = parsed.ok, None if parsed.value is None else str(parsed.value)
         if kind == "nq":
-            truth = float(row["ground_truth"])
+            try:
+                truth = float(row["ground_truth"])
+            except (TypeError, ValueError):
+                raise ScanError(
+                    row["key"], "tables/qa.parquet", f"question {row['id']}: ground truth {row['ground_truth']!r} is not a number"
+                ) from None
             value = parsed.value if isinstance(parsed.value, float) else None
             out["score"] = metrics.mean_relative_accuracy(value, truth)
         else:

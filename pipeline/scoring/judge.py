@@ -246,6 +246,7 @@ class FsdJudge:
         if self.settings.key:
             headers["Authorization"] = f"Bearer {self.settings.key}"
         data = json.dumps(body).encode()
+        json_mode_dropped = False
         for attempt in range(self.settings.max_retries + 1):
             retry_after = None
             try:
@@ -257,6 +258,11 @@ class FsdJudge:
                 return parse_judgment_text(content, self.settings.model)
             except urllib.error.HTTPError as exc:
                 self.last_error = f"HTTP {exc.code} from {self.settings.endpoint}"
+                if exc.code == 400 and "response_format" in body and not json_mode_dropped:
+                    # servers without JSON mode reject response_format; the rubric already demands bare JSON
+                    body.pop("response_format")
+                    data, json_mode_dropped = json.dumps(body).encode(), True
+                    continue
                 if exc.code not in _RETRYABLE_STATUS:
                     raise JudgeError(f"judge endpoint {self.settings.endpoint} answered HTTP {exc.code}") from None
                 retry_after = exc.headers.get("Retry-After") if exc.headers else None

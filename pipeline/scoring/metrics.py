@@ -212,6 +212,8 @@ def frequency_baseline(qa_df: pl.DataFrame, by: Sequence[str] = DEFAULT_BASELINE
     ``score`` and ``questions``.
     """
     keys = [c for c in by if c in qa_df.columns]
+    if "video_kind" in keys:
+        qa_df = qa_df.with_columns(pl.col("video_kind").fill_null("real"))
     if "question_type" not in keys:
         raise ValueError("frequency_baseline needs question_type among the grouping columns")
     rows = []

@@ -13,7 +13,7 @@ from pipeline.errors import ScanError
 from pipeline.geometry.obb import gravity_aligned_obb, is_rotation_about_z
 from pipeline.readers import checksum, detect_dataset, read_scan
 from pipeline.readers.scannet import aggregation_version
-from tests.scannet_factory import SCENE, V1_MAP, linked_fixture, make_box_room, replace_file
+from tests.scannet_factory import SCENE, V1_MAP, linked_fixture, make_box_room, replace_file, write_frames
 
 KEY = f"scannet/{SCENE}"
 
@@ -155,6 +155,24 @@ def test_axis_alignment_moves_poses(tmp_path):
     assert [f.timestamp for f in parsed.frames] == pytest.approx([i / 30 for i in range(6)])
     assert parsed.load_image(5).shape == (480, 640, 3)
     np.testing.assert_allclose(f1.intrinsics, [[500, 0, 320], [0, 500, 240], [0, 0, 1]])
+
+
+def test_stream_fps_from_metadata(tmp_path):
+    folder = make_box_room(tmp_path, frames="stream", n_frames=4)
+    meta = folder / f"{folder.name}.txt"
+    meta.write_text(meta.read_text() + "fps = 10\n")
+    parsed = read_scan(folder, Config())
+    assert [f.timestamp for f in parsed.frames] == pytest.approx([0.0, 0.1, 0.2, 0.3])
+    assert parsed.source_fps == 10.0
+    meta.write_text(meta.read_text() + "fps = fast\n")
+    assert "fps must be a positive number" in _scan_error(folder)
+
+
+def test_sens_preferred_over_stream(tmp_path):
+    folder = make_box_room(tmp_path, frames="stream", n_frames=4)
+    write_frames(folder, "sens", 5, timestamps_us=[200_000 * i for i in range(5)])
+    parsed = read_scan(folder, Config())
+    assert len(parsed.frames) == 5 and parsed.frames[1].timestamp == pytest.approx(0.2)
 
 
 def test_label_map_from_config(tmp_path):

@@ -24,7 +24,7 @@ from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.geometry.rooms import derive_rooms
 from pipeline.readers.labels import LABEL_MAP_FILENAMES, LabelMap, LabelMapError, parse_label_map
-from pipeline.readers.scannet_frames import read_scannet_frames
+from pipeline.readers.scannet_frames import SCANNET_FPS, read_scannet_frames
 from pipeline.scene import Mesh, ParsedScan, SceneObject
 
 MESH_SUFFIX = "_vh_clean_2.ply"
@@ -94,6 +94,20 @@ def _color_size(meta: dict[str, str]) -> tuple[int, int] | None:
         return int(meta["colorWidth"]), int(meta["colorHeight"])
     except (KeyError, ValueError):
         return None
+
+
+def stream_fps(meta: dict[str, str], key: str, filename: str) -> float:
+    """Frame rate of an exported stream (no timestamps): ``fps`` from the metadata, else ScanNet's 30."""
+    text = meta.get("fps")
+    if text is None:
+        return SCANNET_FPS
+    try:
+        fps = float(text)
+    except ValueError:
+        fps = float("nan")
+    if not np.isfinite(fps) or fps <= 0:
+        raise ScanError(key, filename, f"fps must be a positive number, got {text!r}")
+    return fps
 
 
 def find_label_map(folder: Path, config: Config, key: str) -> Path:
@@ -295,7 +309,8 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
         triangle_object_ids=triangle_owner(ply.triangles, vertex_owner),
     )
     out_size = (int(config.frames.width), int(config.frames.height))
-    frame_source = read_scannet_frames(folder, key, alignment, out_size, _color_size(meta))
+    fps = stream_fps(meta, key, meta_path.name)
+    frame_source = read_scannet_frames(folder, key, alignment, out_size, _color_size(meta), fps)
     if frame_source is None:
         warnings.append("no camera frames (no pose/ + color/ export, no .sens): frame-dependent steps skip this scan")
     else:

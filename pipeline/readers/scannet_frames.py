@@ -5,8 +5,11 @@ ScanNet's SensReader into ``color/<i>.jpg``, ``depth/<i>.png``,
 ``pose/<i>.txt`` and ``intrinsic/intrinsic_color.txt``. Both give the same
 ``Frame`` list: poses moved into the axis-aligned world frame, intrinsics
 rescaled to the output image size, timestamps in seconds from the first frame
-(the stream layout has none, so frame i is at i/30 s, ScanNet's recording
-rate). Images are loaded lazily, one frame at a time.
+(the stream layout has none, so frame i is at i/fps s with ScanNet's 30 fps
+recording rate unless ``<scene>.txt`` declares another ``fps``, as the
+synthetic generator's 10 fps scans do). When both exist the ``.sens`` file wins:
+it is the canonical source and carries real timestamps. Images are loaded
+lazily, one frame at a time.
 """
 
 from __future__ import annotations
@@ -82,7 +85,12 @@ def _dropped_warning(dropped: int, total: int) -> list[str]:
 
 
 def read_stream_frames(
-    folder: Path, key: str, alignment: np.ndarray, out_size: tuple[int, int], color_size: tuple[int, int] | None
+    folder: Path,
+    key: str,
+    alignment: np.ndarray,
+    out_size: tuple[int, int],
+    color_size: tuple[int, int] | None,
+    fps: float = SCANNET_FPS,
 ) -> FrameSource:
     """Frames from an exported stream layout (``pose/``, ``color/``, ``intrinsic/``)."""
     pose_dir, color_dir = folder / "pose", folder / "color"
@@ -105,7 +113,7 @@ def read_stream_frames(
             raise ScanError(key, f"color/{indices[0]}.jpg", "colour image does not decode")
         color_size = (first.shape[1], first.shape[0])
     poses = [_read_matrix(pose_files[i], key, (4, 4)) for i in indices]
-    timestamps = [i / SCANNET_FPS for i in indices]
+    timestamps = [i / fps for i in indices]
     frames, dropped = _make_frames(indices, poses, timestamps, k_color, color_size or out_size, out_size, alignment)
 
     def load_image(frame_index: int) -> np.ndarray:
@@ -116,11 +124,13 @@ def read_stream_frames(
         return _resized(image, out_size)
 
     files = [intrinsic_file] + [pose_files[i] for i in indices] + [color_files[i] for i in indices]
-    return FrameSource(frames, load_image, SCANNET_FPS, files, _dropped_warning(dropped, len(frames)))
+    return FrameSource(frames, load_image, fps, files, _dropped_warning(dropped, len(frames)))
 
 
-def read_sens_frames(path: Path, key: str, alignment: np.ndarray, out_size: tuple[int, int]) -> FrameSource:
-    """Frames from ``<scene>.sens``; microsecond timestamps are used when the recorder set them."""
+def read_sens_frames(
+    path: Path, key: str, alignment: np.ndarray, out_size: tuple[int, int], fps: float = SCANNET_FPS
+) -> FrameSource:
+    """Frames from ``<scene>.sens``; microsecond timestamps are used when the recorder set them, else i/fps."""
     try:
         reader = SensReader(path)
     except (SensFormatError, OSError) as exc:
@@ -128,7 +138,7 @@ def read_sens_frames(path: Path, key: str, alignment: np.ndarray, out_size: tupl
     n = reader.frame_count
     indices = list(range(n))
     raw_ts = np.array([reader.timestamp(i) for i in indices], dtype=np.float64)
-    source_fps = SCANNET_FPS
+    source_fps = fps
     if n and np.any(raw_ts != 0):
         timestamps = list((raw_ts - raw_ts[0]) / 1e6)
         steps = np.diff(raw_ts)
@@ -136,7 +146,7 @@ def read_sens_frames(path: Path, key: str, alignment: np.ndarray, out_size: tupl
         if len(steps):
             source_fps = float(1e6 / np.median(steps))
     else:
-        timestamps = [i / SCANNET_FPS for i in indices]
+        timestamps = [i / fps for i in indices]
     color_size = (reader.color_width, reader.color_height)
     poses = [reader.pose(i) for i in indices]
     frames, dropped = _make_frames(
@@ -153,12 +163,17 @@ def read_sens_frames(path: Path, key: str, alignment: np.ndarray, out_size: tupl
 
 
 def read_scannet_frames(
-    folder: Path, key: str, alignment: np.ndarray, out_size: tuple[int, int], color_size: tuple[int, int] | None
+    folder: Path,
+    key: str,
+    alignment: np.ndarray,
+    out_size: tuple[int, int],
+    color_size: tuple[int, int] | None,
+    stream_fps: float = SCANNET_FPS,
 ) -> FrameSource | None:
-    """The stream layout when exported, else the ``.sens`` file, else None (a scan without frames)."""
-    if (folder / "pose").is_dir() and (folder / "color").is_dir():
-        return read_stream_frames(folder, key, alignment, out_size, color_size)
+    """The ``.sens`` file, else the exported stream layout, else None (a scan without frames)."""
     sens = folder / f"{folder.name}.sens"
     if sens.exists():
-        return read_sens_frames(sens, key, alignment, out_size)
+        return read_sens_frames(sens, key, alignment, out_size, stream_fps)
+    if (folder / "pose").is_dir() and (folder / "color").is_dir():
+        return read_stream_frames(folder, key, alignment, out_size, color_size, stream_fps)
     return None

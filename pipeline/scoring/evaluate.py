@@ -156,6 +156,9 @@ def _type_entry(scored: pl.DataFrame, qa: pl.DataFrame, freq: Mapping[str, dict]
         score = metrics.mean_or_none(values)
         not_judged = sum(v is None for v in values)
     truths = qa["ground_truth"].to_list()
+    chance = metrics.chance_score(question_type, truths, qa["options"].to_list())
+    if kind == "fsd" and not fsd_scored:
+        chance = None
     return {
         "kind": kind,
         "score": score,
@@ -163,7 +166,7 @@ def _type_entry(scored: pl.DataFrame, qa: pl.DataFrame, freq: Mapping[str, dict]
         "missing": scored.height - present.height,
         "parse_failures": int((~present["parse_ok"]).sum()),
         "not_judged": not_judged,
-        "chance": metrics.chance_score(question_type, truths, qa["options"].to_list()),
+        "chance": chance,
         "frequency": freq.get(question_type, {}).get("score"),
         "frequency_answer": freq.get(question_type, {}).get("answer"),
     }

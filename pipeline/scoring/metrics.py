@@ -249,7 +249,8 @@ def chance_score(question_type: str, ground_truths: Sequence[str], options: Sequ
     """Expected score of the random baseline for one group of questions of a type.
 
     MCQ: mean of 1/len(options); yes/no: 1/2; numeric: the exact expected MRA of a
-    uniform draw from the type's answer range; SSP and FSD: not defined (None).
+    uniform draw from the type's answer range; SSP and FSD: 0, since a guess carries
+    no localisation (and the random baseline file leaves them empty, which scores 0).
     """
     kind = answer_kind(question_type)
     if not ground_truths:
@@ -263,4 +264,4 @@ def chance_score(question_type: str, ground_truths: Sequence[str], options: Sequ
         return float(
             np.mean([expected_mra_uniform(_number_or_nan(gt), low, high, integer) for gt in ground_truths])
         )
-    return None
+    return 0.0

@@ -137,7 +137,7 @@ def to_html(report: dict) -> str:
             body.append(
                 f"<tr><td>{esc(qtype)}</td><td>{e['questions']}</td><td>{_pct(e['score'])}</td><td>{e['missing']}</td>"
                 f"<td>{e['parse_failures']}</td><td>{_pct(e['chance'])}</td><td>{_pct(e['frequency'])}</td>"
-                f"<td>{esc(str(e['frequency_answer'] or ''))[:40]}</td></tr>"
+                f"<td>{esc(str(e['frequency_answer'] or '')[:40])}</td></tr>"
             )
         body.append("</table>")
     return (

@@ -44,7 +44,7 @@ class PairEvidence:
     rests_on_neighbor: bool  # target overlaps the neighbour with a resting gap
     over_neighbor: bool  # target overlaps the neighbour (any gap)
     neighbor_covers: bool  # neighbour has surface above the target's top inside its footprint
-    same_support: bool  # neighbour stands on the target's chosen support
+    same_support: bool  # neighbour stands on the target's chosen support at the same height (same shelf board)
     neighbor_vertical: bool  # neighbour label is a vertical / wall-mounted thing
     target_attachable: bool  # target label is a usually mounted / plugged thing
 

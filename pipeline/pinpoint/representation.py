@@ -20,7 +20,7 @@ from pipeline import schemas
 from pipeline.pinpoint.config import PinpointConfig
 from pipeline.pinpoint.geometry import ObjectGeometry, scene_geometry, shortest_distance
 from pipeline.pinpoint.relations import PairEvidence, classify_relation
-from pipeline.pinpoint.support import choose_support, placement, rests_on, support_candidate
+from pipeline.pinpoint.support import choose_support, placement, resting_height, support_candidate
 from pipeline.scene import ParsedScan
 from pipeline.vocab import small_object_category
 
@@ -38,6 +38,16 @@ def _floors(geoms: dict[int, ObjectGeometry], cfg: PinpointConfig) -> list[Objec
 
 def _labelled(geom: ObjectGeometry, labels: tuple[str, ...]) -> bool:
     return geom.label in labels or geom.category in labels
+
+
+def _same_support(
+    other: ObjectGeometry, support: ObjectGeometry | None, support_top: float | None, is_support: bool, cfg: PinpointConfig
+) -> bool:
+    """The neighbour stands on the target's support at the same height (same board of a shelf)."""
+    if support is None or is_support or support_top is None:
+        return False
+    height = resting_height(other, support, cfg)
+    return height is not None and abs(height - support_top) <= cfg.representation.same_level_dz
 
 
 def build_representation(
@@ -67,6 +77,10 @@ def build_representation(
         ]
         support = choose_support(candidates, cfg)
         support_geom = support.geom if support is not None else None
+        support_top = None
+        if support is not None:
+            p = support.placement
+            support_top = target.z_range[0] if p.inside_box or p.top is None else p.top
         for g in neighbours:
             shortest, source = measured[g.object_id]
             dz = float(target.centroid[2] - g.centroid[2])
@@ -83,9 +97,7 @@ def build_representation(
                 rests_on_neighbor=p.overlaps and p.gap is not None and abs(p.gap) <= cfg.support.rest_gap,
                 over_neighbor=p.overlaps,
                 neighbor_covers=p.covers,
-                same_support=(
-                    support_geom is not None and not is_support and rests_on(g, support_geom, cfg)
-                ),
+                same_support=_same_support(g, support_geom, support_top, is_support, cfg),
                 neighbor_vertical=_labelled(g, cfg.relations.vertical_labels),
                 target_attachable=_labelled(target, cfg.relations.attachable_labels),
             )

@@ -126,13 +126,20 @@ def choose_support(candidates: list[SupportCandidate], cfg: PinpointConfig) -> S
     return min(valid, key=lambda c: support_rank(c, cfg)) if valid else None
 
 
-def rests_on(obj: ObjectGeometry, surface: ObjectGeometry, cfg: PinpointConfig) -> bool:
-    """Whether ``obj`` stands on ``surface`` too (used for "shares the target's supporting surface")."""
+def resting_height(obj: ObjectGeometry, surface: ObjectGeometry, cfg: PinpointConfig) -> float | None:
+    """Height of ``surface`` under ``obj`` when ``obj`` stands on it (resting gap), else None.
+
+    Used for "shares the target's supporting surface": two objects on the same
+    bookshelf but on different boards rest at different heights and are not
+    side by side.
+    """
     rep = cfg.representation
     p = placement(obj, surface, obj.footprint_samples(rep.footprint_samples, rep.footprint_shrink))
     if not p.overlaps:
         grown = obj.footprint_samples(rep.footprint_samples, rep.footprint_shrink, rep.support_search_margin)
         p = placement(obj, surface, grown)
     if p.inside_box and is_suitable(surface, cfg):
-        return True
-    return p.overlaps and p.gap is not None and abs(p.gap) <= cfg.support.rest_gap
+        return obj.z_range[0]
+    if p.overlaps and p.gap is not None and abs(p.gap) <= cfg.support.rest_gap:
+        return p.top
+    return None

@@ -1,0 +1,336 @@
+"""PinpointQA questions of one scan and budget, from its intermediate representation.
+
+All four tasks read the same two tables (``pinpoint_targets``,
+``pinpoint_neighbors``); the budget enters through ``object_visibility``: a
+target is asked about only when it is visible in the budget's frames under the
+small-object pixel rule, and (``require_visible_references``) references and
+NRI options must be visible there too, so that every object a question names
+can be seen in its video (SPEC §3).
+
+Rules (paper §3.2 and appendix A.3, details ours):
+
+* ``presence`` (TPV): one positive per visible target (its own wording); as many
+  negatives as positives, drawn without replacement from vocabulary labels
+  whose category (synonyms merged) no object of the scene has, so every
+  scan-budget is balanced 50/50.
+* Valid references: neighbours other than the chosen support, not in the
+  excluded labels (floor, wall, ...), not sharing the support's or the
+  target's label; one instance per label, the one with the shortest distance.
+* ``reference_mcq`` (NRI): valid references also excluding objects in contact;
+  the answer is the label with the shortest distance; dropped when the
+  second-nearest label is within ``nri_tie_margin``. Three distractors are
+  distinct labels of other (visible) objects that are provably farther: a
+  neighbour's measured distance, or for objects outside the neighbourhood
+  the box-to-box distance (a lower bound of the mesh distance), must exceed
+  the answer's distance by the tie margin.
+* ``free_form_localization`` (FSD): the support as anchor (else the closest
+  valid reference), then up to ``max_references`` further references with
+  relation and distance rounded to whole centimetres.
+* ``structured_localization`` (SSP): JSON with the target, the support (null
+  when none) and up to ``max_references`` closest valid references with
+  relation and distance in centimetres to one decimal; needs a support or a
+  reference.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from pipeline import schemas
+from pipeline.pinpoint import templates as T
+from pipeline.pinpoint.config import PinpointConfig
+from pipeline.pinpoint.geometry import box_distance, box_of_row
+from pipeline.qa.ids import question_id
+from pipeline.seeding import rng, stable_int
+from pipeline.vocab import SMALL_OBJECT_LABELS, normalize_label, small_object_category
+
+PROFILE = "pinpointqa"
+LETTERS = "ABCDEFGH"
+
+
+@dataclass(frozen=True)
+class Reference:
+    object_id: int
+    label: str
+    distance: float  # shortest distance, metres
+    relation: str
+    contact: bool
+
+
+def _video(scene_id: str, budget: str) -> str:
+    return f"videos/{budget}_frame/{scene_id}.mp4"
+
+
+def _pick(templates: dict[str, str], seed: int, *parts: object) -> str:
+    names = sorted(templates)
+    return names[stable_int(seed, "pinpoint-template", *parts) % len(names)]
+
+
+class ScanQuestions:
+    """Question rows of one scan for one budget."""
+
+    def __init__(
+        self,
+        key: str,
+        budget: str,
+        targets: pl.DataFrame,
+        neighbors: pl.DataFrame,
+        objects: pl.DataFrame,
+        visibility: pl.DataFrame,
+        config: PinpointConfig,
+        seed: int,
+    ):
+        self.key, self.budget, self.cfg, self.seed = key, budget, config, seed
+        self.dataset, self.scene_id = key.split("/", 1)
+        self.targets = targets.filter(pl.col("key") == key).sort("object_id")
+        self.neighbors = neighbors.filter(pl.col("key") == key)
+        self.objects = objects.filter(pl.col("key") == key).sort("object_id")
+        vis = visibility.filter((pl.col("key") == key) & (pl.col("budget") == budget) & pl.col("visible"))
+        self.visible: set[int] = set(vis["object_id"].to_list())
+        self.labels = {int(r["object_id"]): normalize_label(r["raw_label"]) for r in self.objects.iter_rows(named=True)}
+        self.structural = {int(r["object_id"]) for r in self.objects.iter_rows(named=True) if r["structural"]}
+
+    # --- shared pieces -------------------------------------------------------------------------------
+
+    def _row(self, qtype: str, template: str, question: str, ground_truth: str, used: list[int], **extra) -> dict:
+        used = sorted({int(i) for i in used})
+        return {
+            "id": question_id(self.key, self.budget, PROFILE, qtype, "real", question, used),
+            "key": self.key,
+            "dataset": self.dataset,
+            "scene_id": self.scene_id,
+            "profile": PROFILE,
+            "budget": self.budget,
+            "question_type": qtype,
+            "template": template,
+            "question": question,
+            "options": extra.get("options", []),
+            "ground_truth": ground_truth,
+            "answer_value": None,
+            "used_obj_ids": used,
+            "video": _video(self.scene_id, self.budget),
+            "video_kind": "real",
+            "distance_source": extra.get("distance_source"),
+            "geometry": json.dumps(extra.get("geometry", {}), sort_keys=True),
+            "instruction": T.INSTRUCTIONS[qtype],
+            "split": None,
+        }
+
+    def _visible_ok(self, object_id: int) -> bool:
+        return not self.cfg.questions.require_visible_references or object_id in self.visible
+
+    def references(self, target: dict, exclude_contact: bool) -> list[Reference]:
+        """Valid references of a target, one per label (the closest instance), nearest first."""
+        q = self.cfg.questions
+        excluded = set(q.excluded_reference_labels) | {target["label"]}
+        if target["support_label"] is not None:
+            excluded.add(target["support_label"])
+        best: dict[str, Reference] = {}
+        rows = self.neighbors.filter(pl.col("target_id") == target["object_id"]).sort(["shortest_distance", "neighbor_id"])
+        for r in rows.iter_rows(named=True):
+            label = r["neighbor_label"]
+            if r["is_support"] or label in excluded or (exclude_contact and r["contact"]):
+                continue
+            if not self._visible_ok(r["neighbor_id"]) or label in best:
+                continue
+            best[label] = Reference(r["neighbor_id"], label, r["shortest_distance"], r["relation"], r["contact"])
+        return sorted(best.values(), key=lambda ref: (ref.distance, ref.label))
+
+    def _distance_source(self, target: dict) -> str:
+        return "mesh" if target["distance_source"] == "mesh" else "obb"
+
+    # --- tasks ---------------------------------------------------------------------------------------
+
+    def presence(self, visible_targets: list[dict]) -> list[dict]:
+        rows = []
+        for t in visible_targets:
+            name = _pick(T.PRESENCE_QUESTIONS, self.seed, self.key, self.budget, "tpv", t["label"])
+            question = T.PRESENCE_QUESTIONS[name].format(target=t["label"])
+            rows.append(
+                self._row("presence", name, question, "Yes", [t["object_id"]], geometry={"present": True, "target_id": t["object_id"]})
+            )
+        present = set()
+        for oid, label in self.labels.items():
+            present |= {label, small_object_category(label)}
+        absent = sorted({lab for lab in SMALL_OBJECT_LABELS if small_object_category(lab) not in present and lab not in present})
+        n_neg = int(round(len(rows) * self.cfg.questions.tpv_negative_ratio))
+        if n_neg > len(absent):
+            rows = rows[: len(absent)]
+            n_neg = len(absent)
+        chosen = rng(self.seed, self.key, self.budget, "tpv-negatives").choice(len(absent), size=n_neg, replace=False)
+        for idx in sorted(int(i) for i in chosen):
+            label = absent[idx]
+            name = _pick(T.PRESENCE_QUESTIONS, self.seed, self.key, self.budget, "tpv", label)
+            question = T.PRESENCE_QUESTIONS[name].format(target=label)
+            rows.append(self._row("presence", name, question, "No", [], geometry={"present": False}))
+        return rows
+
+    def reference_mcq(self, target: dict) -> dict | None:
+        q = self.cfg.questions
+        refs = self.references(target, exclude_contact=True)
+        if not refs:
+            return None
+        answer = refs[0]
+        if len(refs) > 1 and refs[1].distance - answer.distance < q.nri_tie_margin:
+            return None
+        floor_d = answer.distance + q.nri_tie_margin
+        mine = self.neighbors.filter(pl.col("target_id") == target["object_id"])
+        touching = set(mine.filter(pl.col("contact"))["neighbor_label"].to_list())
+        pool: dict[str, int] = {r.label: r.object_id for r in refs[1:] if r.distance >= floor_d and r.label not in touching}
+        pool.update({k: v for k, v in self._far_distractors(target, floor_d).items() if k not in pool})
+        labels = sorted(pool)
+        need = q.nri_options - 1
+        if len(labels) < need:
+            return None
+        gen = rng(self.seed, self.key, self.budget, "nri", target["object_id"])
+        distractors = [labels[int(i)] for i in gen.choice(len(labels), size=need, replace=False)]
+        options = [answer.label, *distractors]
+        order = gen.permutation(len(options))
+        options = [options[int(i)] for i in order]
+        letter = LETTERS[options.index(answer.label)]
+        name = _pick(T.REFERENCE_QUESTIONS, self.seed, self.key, self.budget, "nri", target["label"])
+        question = T.REFERENCE_QUESTIONS[name].format(target=target["label"])
+        used = [target["object_id"], answer.object_id, *[pool[d] for d in distractors]]
+        geometry = {
+            "target_id": target["object_id"],
+            "answer": {"object_id": answer.object_id, "label": answer.label, "distance": answer.distance},
+            "second_distance": refs[1].distance if len(refs) > 1 else None,
+            "support_object_id": target["support_object_id"],
+        }
+        return self._row(
+            "reference_mcq", name, question, letter, used,
+            options=[f"{LETTERS[i]}. {o}" for i, o in enumerate(options)],
+            distance_source=self._distance_source(target), geometry=geometry,
+        )
+
+    def _far_distractors(self, target: dict, floor_d: float) -> dict[str, int]:
+        """Labels of visible objects outside the neighbourhood whose every instance is provably farther than floor_d."""
+        near_ids = set(self.neighbors.filter(pl.col("target_id") == target["object_id"])["neighbor_id"].to_list())
+        near_labels = {self.labels[i] for i in near_ids if i in self.labels}
+        excluded = set(self.cfg.questions.excluded_reference_labels) | {target["label"]} | near_labels
+        if target["support_label"] is not None:
+            excluded.add(target["support_label"])
+        rows = {int(r["object_id"]): r for r in self.objects.iter_rows(named=True)}
+        tbox = box_of_row(rows[int(target["object_id"])])
+        closest: dict[str, tuple[float, int]] = {}
+        for oid, r in rows.items():
+            label = self.labels[oid]
+            if oid == target["object_id"] or oid in self.structural or label in excluded:
+                continue
+            d = box_distance(tbox, box_of_row(r))
+            if label not in closest or d < closest[label][0]:
+                closest[label] = (d, oid)
+        return {label: oid for label, (d, oid) in closest.items() if d >= floor_d and self._visible_ok(oid)}
+
+    def _support(self, target: dict) -> tuple[int | None, str | None]:
+        return target["support_object_id"], target["support_label"]
+
+    def free_form(self, target: dict) -> dict | None:
+        q = self.cfg.questions
+        refs = self.references(target, exclude_contact=False)
+        support_id, support = self._support(target)
+        sentences, used = [], [target["object_id"]]
+        tag = []
+        if support is not None:
+            name = _pick(T.SURFACE_SENTENCES, self.seed, self.key, self.budget, "fsd-surface", target["label"])
+            sentences.append(T.SURFACE_SENTENCES[name].format(target=target["label"], surface=support))
+            used.append(support_id)
+            tag.append(name)
+            extra = refs[: q.max_references]
+        elif refs:
+            anchor = refs[0]
+            name = _pick(T.ANCHOR_SENTENCES, self.seed, self.key, self.budget, "fsd-anchor", target["label"])
+            sentences.append(
+                T.ANCHOR_SENTENCES[name].format(
+                    target=target["label"], relation=T.RELATION_PHRASES[anchor.relation],
+                    reference=anchor.label, distance=_cm(anchor.distance),
+                )
+            )
+            used.append(anchor.object_id)
+            tag.append(name)
+            extra = refs[1 : 1 + q.max_references]
+        else:
+            return None
+        if extra:
+            clauses = [
+                T.REFERENCE_CLAUSE.format(relation=T.RELATION_PHRASES[r.relation], reference=r.label, distance=_cm(r.distance))
+                for r in extra
+            ]
+            name = _pick(T.REFERENCE_SENTENCES, self.seed, self.key, self.budget, "fsd-refs", target["label"])
+            sentences.append(T.REFERENCE_SENTENCES[name].format(refs=" and ".join(clauses)))
+            used += [r.object_id for r in extra]
+            tag.append(name)
+        qname = _pick(T.FREE_FORM_QUESTIONS, self.seed, self.key, self.budget, "fsd", target["label"])
+        question = T.FREE_FORM_QUESTIONS[qname].format(target=target["label"])
+        geometry = {
+            "target_id": target["object_id"],
+            "support_object_id": support_id,
+            "references": [{"object_id": r.object_id, "label": r.label, "relation": r.relation, "distance": r.distance} for r in (refs[:1] if support is None else []) + extra],
+        }
+        return self._row(
+            "free_form_localization", "+".join([qname, *tag]), question, " ".join(sentences), used,
+            distance_source=self._distance_source(target), geometry=geometry,
+        )
+
+    def structured(self, target: dict) -> dict | None:
+        q = self.cfg.questions
+        refs = self.references(target, exclude_contact=False)[: q.max_references]
+        support_id, support = self._support(target)
+        if support is None and not refs:
+            return None
+        answer = {
+            "target": target["label"],
+            "support_surface": support,
+            "references": [
+                {"object": r.label, "relation": r.relation, "distance_cm": round(r.distance * 100.0, 1)} for r in refs
+            ],
+        }
+        name = _pick(T.STRUCTURED_QUESTIONS, self.seed, self.key, self.budget, "ssp", target["label"])
+        question = T.STRUCTURED_QUESTIONS[name].format(target=target["label"])
+        used = [target["object_id"], *([support_id] if support_id is not None else []), *[r.object_id for r in refs]]
+        geometry = {
+            "target_id": target["object_id"],
+            "support_object_id": support_id,
+            "references": [{"object_id": r.object_id, "distance": r.distance} for r in refs],
+        }
+        return self._row(
+            "structured_localization", name, question, json.dumps(answer), used,
+            distance_source=self._distance_source(target), geometry=geometry,
+        )
+
+    def all(self) -> list[dict]:
+        visible_targets = [t for t in self.targets.iter_rows(named=True) if t["object_id"] in self.visible]
+        rows = self.presence(visible_targets)
+        for t in visible_targets:
+            for make in (self.reference_mcq, self.free_form, self.structured):
+                row = make(t)
+                if row is not None:
+                    rows.append(row)
+        return rows
+
+
+def _cm(distance_m: float) -> int:
+    return int(np.floor(distance_m * 100.0 + 0.5))
+
+
+def generate_questions(
+    key: str,
+    targets: pl.DataFrame,
+    neighbors: pl.DataFrame,
+    objects: pl.DataFrame,
+    visibility: pl.DataFrame,
+    config: PinpointConfig | None = None,
+    seed: int = 0,
+    budgets: tuple[str, ...] | None = None,
+) -> pl.DataFrame:
+    """``qa_candidates`` rows (profile ``pinpointqa``) of one scan for every budget; ``split`` is left null."""
+    cfg = config or PinpointConfig()
+    rows: list[dict] = []
+    for budget in budgets or cfg.questions.budgets:
+        rows += ScanQuestions(key, budget, targets, neighbors, objects, visibility, cfg, seed).all()
+    frame = schemas.from_rows("qa_candidates", rows)
+    return frame.sort(["budget", "question_type", "id"])

@@ -1,0 +1,178 @@
+"""PinpointQA question generation: answer formats, NRI validity, TPV balance, determinism."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline import schemas
+from pipeline.pinpoint.questions import generate_questions
+from pipeline.pinpoint.relations import RELATIONS
+from pipeline.pinpoint.representation import build_representation
+from pipeline.pinpoint.templates import QUESTION_TYPES
+
+
+def _hand_scene_module():
+    """The hand-built scene of test_pinpoint_representation (tests are not a package here)."""
+    path = Path(__file__).with_name("test_pinpoint_representation.py")
+    spec = importlib.util.spec_from_file_location("pinpoint_hand_scene", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_hand = _hand_scene_module()
+KEY, SCENE, _objects_frame = _hand.KEY, _hand.SCENE, _hand._objects_frame
+
+
+def _visibility(key, object_ids, budgets=("16", "32", "64", "all"), hidden=()):
+    rows = [
+        {"key": key, "budget": b, "object_id": int(i), "visible": int(i) not in hidden, "rule": "pixel_floor"}
+        for b in budgets
+        for i in object_ids
+    ]
+    return schemas.from_rows("object_visibility", rows)
+
+
+@pytest.fixture(scope="module")
+def hand_qa():
+    objects, scan = _objects_frame(SCENE, with_mesh=True)
+    targets, neighbors = build_representation(KEY, objects, scan)
+    vis = _visibility(KEY, objects["object_id"].to_list())
+    qa = generate_questions(KEY, targets, neighbors, objects, vis, seed=7)
+    return objects, targets, neighbors, vis, qa
+
+
+def check_qa(qa: pl.DataFrame) -> None:
+    """Every format rule the paper's quality control enforces."""
+    assert set(qa["question_type"]) <= set(QUESTION_TYPES)
+    assert qa["id"].n_unique() == qa.height
+    assert set(qa["profile"]) == {"pinpointqa"}
+    assert qa["instruction"].null_count() == 0
+    for r in qa.iter_rows(named=True):
+        if r["question_type"] == "presence":
+            assert r["ground_truth"] in ("Yes", "No")
+        elif r["question_type"] == "reference_mcq":
+            assert len(r["options"]) == 4
+            texts = [o.split(". ", 1)[1] for o in r["options"]]
+            assert len(set(texts)) == 4
+            assert [o[:3] for o in r["options"]] == ["A. ", "B. ", "C. ", "D. "]
+            assert r["ground_truth"] in "ABCD" and len(r["ground_truth"]) == 1
+            geo = json.loads(r["geometry"])
+            assert texts["ABCD".index(r["ground_truth"])] == geo["answer"]["label"]
+        elif r["question_type"] == "structured_localization":
+            ans = json.loads(r["ground_truth"])
+            assert set(ans) == {"target", "support_surface", "references"}
+            assert isinstance(ans["target"], str) and ans["target"]
+            assert ans["support_surface"] is None or isinstance(ans["support_surface"], str)
+            assert len(ans["references"]) <= 2
+            assert ans["support_surface"] is not None or ans["references"]
+            for ref in ans["references"]:
+                assert set(ref) == {"object", "relation", "distance_cm"}
+                assert ref["relation"] in RELATIONS
+                assert isinstance(ref["distance_cm"], (int, float)) and ref["distance_cm"] >= 0
+                assert round(ref["distance_cm"], 1) == ref["distance_cm"]
+        elif r["question_type"] == "free_form_localization":
+            assert r["ground_truth"].startswith(("The ", "You can find"))
+            assert all(int(d) >= 0 for d in re.findall(r"(\d+) cm", r["ground_truth"]))
+
+
+def test_formats_on_hand_scene(hand_qa):
+    _, targets, _, _, qa = hand_qa
+    check_qa(qa)
+    assert set(qa["budget"]) == {"16", "32", "64", "all"}
+    per_budget = qa.filter(pl.col("budget") == "16")
+    assert set(per_budget["question_type"]) == set(QUESTION_TYPES)
+    tpv = per_budget.filter(pl.col("question_type") == "presence")
+    assert (tpv["ground_truth"] == "Yes").sum() == targets.height == (tpv["ground_truth"] == "No").sum()
+
+
+def test_ssp_and_fsd_content(hand_qa):
+    objects, targets, neighbors, _, qa = hand_qa
+    ssp = {json.loads(g)["target"]: json.loads(g) for g in qa.filter((pl.col("question_type") == "structured_localization") & (pl.col("budget") == "all"))["ground_truth"]}
+    assert ssp["phone"]["support_surface"] == "desk"
+    assert ssp["charger"]["support_surface"] == "floor"
+    refs = ssp["phone"]["references"]
+    assert [r["object"] for r in refs] == sorted([r["object"] for r in refs], key=lambda o: [x["distance_cm"] for x in refs if x["object"] == o][0])
+    assert "desk" not in [r["object"] for r in refs]
+    fsd = qa.filter((pl.col("question_type") == "free_form_localization") & (pl.col("budget") == "all"))
+    phone = [g for g in fsd["ground_truth"] if g.startswith(("The phone", "You can find the phone"))][0]
+    assert "desk" in phone and "cm" in phone
+
+
+def test_nri_excludes_support_and_contact(hand_qa):
+    _, targets, neighbors, _, qa = hand_qa
+    nri = qa.filter(pl.col("question_type") == "reference_mcq")
+    assert nri.height > 0
+    for r in nri.iter_rows(named=True):
+        geo = json.loads(r["geometry"])
+        target = geo["target_id"]
+        rows = neighbors.filter((pl.col("target_id") == target) & (pl.col("neighbor_id") == geo["answer"]["object_id"]))
+        assert not rows["is_support"][0] and not rows["contact"][0]
+
+
+def test_only_visible_targets(hand_qa):
+    objects, targets, neighbors, _, _ = hand_qa
+    phone = targets.filter(pl.col("label") == "phone")["object_id"][0]
+    vis = _visibility(KEY, objects["object_id"].to_list(), budgets=("16",), hidden={phone})
+    qa = generate_questions(KEY, targets, neighbors, objects, vis, budgets=("16",))
+    assert phone not in {i for ids in qa["used_obj_ids"] for i in ids}
+    assert not any("phone" in q for q in qa.filter(pl.col("ground_truth") == "Yes")["question"])
+
+
+def test_deterministic_and_seeded(hand_qa):
+    objects, targets, neighbors, vis, qa = hand_qa
+    again = generate_questions(KEY, targets, neighbors, objects, vis, seed=7)
+    assert again.equals(qa)
+    other = generate_questions(KEY, targets, neighbors, objects, vis, seed=8)
+    assert other.height > 0
+
+
+def _random_tables(seed: int):
+    """A random scene as tables only: targets on supports, neighbours with random distances."""
+    rng = np.random.default_rng(seed)
+    key = f"synthetic/rand{seed:04d}_00"
+    labels = ["desk", "table", "chair", "lamp", "monitor", "shelf", "sofa", "bed", "cabinet", "plant", "tv", "box"]
+    small = ["phone", "mug", "remote", "key", "book", "laptop", "bottle", "wallet"]
+    objs, tgt, nbr = [], [], []
+    oid = 0
+    for lab in labels + ["floor", "wall"]:
+        objs.append({"key": key, "object_id": oid, "raw_label": lab, "category": lab, "structural": lab in ("floor", "wall"),
+                     "small_object": False, "center": list(rng.uniform(0, 4, 3)), "extent": [0.5, 0.5, 0.5], "rotation": list(np.eye(3).ravel())})
+        oid += 1
+    big = list(range(len(labels)))
+    for lab in rng.choice(small, size=rng.integers(1, 5), replace=False):
+        objs.append({"key": key, "object_id": oid, "raw_label": str(lab), "category": str(lab), "structural": False,
+                     "small_object": True, "center": list(rng.uniform(0, 4, 3)), "extent": [0.1, 0.1, 0.05], "rotation": list(np.eye(3).ravel())})
+        sup = int(rng.choice(big))
+        tgt.append({"key": key, "object_id": oid, "label": str(lab), "category": str(lab), "support_object_id": sup,
+                    "support_label": labels[sup], "neighbor_count": 0, "distance_source": "mesh"})
+        for n in rng.choice(big, size=rng.integers(1, 8), replace=False):
+            d = 0.0 if n == sup else float(rng.uniform(0, 0.9))
+            nbr.append({"key": key, "target_id": oid, "neighbor_id": int(n), "neighbor_label": labels[n], "shortest_distance": d,
+                        "contact": d <= 0.02, "relation": str(rng.choice(RELATIONS)), "is_support": bool(n == sup), "distance_source": "mesh"})
+        oid += 1
+    objects = schemas.from_rows("objects", objs)
+    vis = _visibility(key, list(range(oid)))
+    return key, schemas.from_rows("pinpoint_targets", tgt), schemas.from_rows("pinpoint_neighbors", nbr), objects, vis
+
+
+def test_formats_and_balance_on_random_tables():
+    frames = []
+    for seed in range(60):
+        key, targets, neighbors, objects, vis = _random_tables(seed)
+        frames.append(generate_questions(key, targets, neighbors, objects, vis, seed=seed, budgets=("32",)))
+    qa = pl.concat(frames)
+    check_qa(qa)
+    tpv = qa.filter(pl.col("question_type") == "presence")
+    yes = (tpv["ground_truth"] == "Yes").mean()
+    assert abs(yes - 0.5) <= 0.02
+    assert qa.filter(pl.col("question_type") == "reference_mcq").height > 20
+    letters = qa.filter(pl.col("question_type") == "reference_mcq")["ground_truth"].value_counts()
+    assert letters.height == 4

@@ -85,7 +85,11 @@ def make_box_room(
     folder = root / scene
     folder.mkdir(parents=True)
     (root / V2_MAP).write_text(label_map, newline="")
-    parts = {"floor": ((0, 0, -0.05), (4, 3, 0.0)), "table": ((1, 1, 0), (2, 1.6, 0.75)), "book": ((1.2, 1.2, 0.75), (1.4, 1.5, 0.8))}
+    parts = {
+        "floor": ((0, 0, -0.05), (4, 3, 0.0)),
+        "table": ((1, 1, 0), (2, 1.6, 0.75)),
+        "book": ((1.2, 1.2, 0.75), (1.4, 1.5, 0.8)),
+    }
     parts.update(extra_labels or {})
     vertices, triangles, seg_indices, groups = [], [], [], []
     for n, (label, (lo, hi)) in enumerate(parts.items()):
@@ -100,9 +104,11 @@ def make_box_room(
     floor = np.column_stack([gx.ravel(), gy.ravel(), np.zeros(gx.size)])
     vertices = np.concatenate([vertices, floor])
     seg_indices += [100] * len(floor)
-    write_ply(folder / f"{scene}_vh_clean_2.ply", vertices, np.concatenate(triangles), colors=np.full((len(vertices), 3), 128, np.uint8))
-    (folder / f"{scene}_vh_clean_2.0.010000.segs.json").write_text(json.dumps({"sceneId": scene, "segIndices": seg_indices}))
-    agg = {"sceneId": f"scannet.{scene}", "appId": "Aggregator.v2", "segGroups": groups, "segmentsFile": f"scannet.{scene}_vh_clean_2.0.010000.segs.json"}
+    colors = np.full((len(vertices), 3), 128, np.uint8)
+    write_ply(folder / f"{scene}_vh_clean_2.ply", vertices, np.concatenate(triangles), colors=colors)
+    segs_name = f"{scene}_vh_clean_2.0.010000.segs.json"
+    (folder / segs_name).write_text(json.dumps({"sceneId": scene, "segIndices": seg_indices}))
+    agg = {"sceneId": f"scannet.{scene}", "appId": "Aggregator.v2", "segGroups": groups, "segmentsFile": f"scannet.{segs_name}"}
     (folder / f"{scene}.aggregation.json").write_text(json.dumps(agg))
     meta = ["colorHeight = 96", "colorWidth = 128", "sceneType = Office"]
     if alignment is not None:

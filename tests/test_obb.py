@@ -101,4 +101,5 @@ def test_vertical_axis_may_be_any_column():
     box = box_from_columns([0, 0, 0], [0.4, 2.0, 1.0], rotation)
     assert box.vertical_axis == 0 and box.height == pytest.approx(0.4)
     assert is_rotation_about_z(box.rotation)
-    assert not is_rotation_about_z(np.array([[1.0, 0, 0], [0, np.cos(0.1), -np.sin(0.1)], [0, np.sin(0.1), np.cos(0.1)]]))
+    tilted = np.array([[1.0, 0, 0], [0, np.cos(0.1), -np.sin(0.1)], [0, np.sin(0.1), np.cos(0.1)]])
+    assert not is_rotation_about_z(tilted)

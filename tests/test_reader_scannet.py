@@ -269,7 +269,12 @@ def test_segment_count_mismatch(tmp_path):
 
 @pytest.mark.parametrize(
     "text",
-    [b"\xff\xfe\x00garbage\x81", b"axisAlignment = 1 0 0\n", b"axisAlignment = a b c d e f g h i j k l m n o p\n", b"no equals sign\n"],
+    [
+        b"\xff\xfe\x00garbage\x81",
+        b"axisAlignment = 1 0 0\n",
+        b"axisAlignment = a b c d e f g h i j k l m n o p\n",
+        b"no equals sign\n",
+    ],
 )
 def test_unreadable_metadata(tmp_path, fixtures_dir, text):
     folder = linked_fixture(tmp_path, fixtures_dir)
@@ -311,8 +316,9 @@ def _free_port() -> int:
 def test_read_from_s3(tmp_path, monkeypatch):
     moto_server = pytest.importorskip("moto.server")
     s3fs = pytest.importorskip("s3fs")
-    for name, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"), ("AWS_DEFAULT_REGION", "us-east-1")):
-        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     port = _free_port()
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port)
     server.start()

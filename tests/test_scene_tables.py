@@ -121,9 +121,11 @@ def test_config_fps(tmp_path):
 
 
 def test_annotated_boxes_and_empty_objects():
-    mesh = Mesh(vertices=np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]]), triangles=np.array([[0, 1, 2]], np.int32))
+    vertices = np.array([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    mesh = Mesh(vertices=vertices, triangles=np.array([[0, 1, 2]], np.int32))
     mesh.triangle_object_ids = np.array([5], np.int32)
-    annotated = OrientedBox(np.array([3.0, 3, 0.5]), np.array([0.2, 1.0, 0.4]), np.array([[0.0, 1, 0], [0, 0, 1], [1, 0, 0]]))
+    vertical_first = np.array([[0.0, 1, 0], [0, 0, 1], [1, 0, 0]])
+    annotated = OrientedBox(np.array([3.0, 3, 0.5]), np.array([0.2, 1.0, 0.4]), vertical_first)
     parsed = ParsedScan(
         dataset="synthetic",
         scene_id="synth0000_00",

@@ -107,7 +107,10 @@ def rooms_from_polygon(polygon, source: str) -> list[Room]:
     """A scene room and its main part; empty when the polygon has no area."""
     if polygon is None or polygon.is_empty or polygon.area <= 0:
         return []
-    return [Room(polygon=polygon, kind="scene", source=source), Room(polygon=main_part(polygon), kind="main", source=source)]
+    return [
+        Room(polygon=polygon, kind="scene", source=source),
+        Room(polygon=main_part(polygon), kind="main", source=source),
+    ]
 
 
 def derive_rooms(vertices: np.ndarray, *, seed: int, key: str, **options) -> list[Room]:

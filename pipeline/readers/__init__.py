@@ -113,7 +113,8 @@ def read_scan(path_or_uri, config: Config) -> ParsedScan:
         raise ScanError(f"?/{folder.name}", source_uri, "scene folder not found")
     found = _reader_for(folder)
     if found is None:
-        raise ScanError(f"?/{folder.name}", source_uri, "no reader recognises this folder (e.g. <scene>_vh_clean_2.ply)")
+        problem = "no reader recognises this folder (e.g. no <scene>_vh_clean_2.ply)"
+        raise ScanError(f"?/{folder.name}", source_uri, problem)
     reader, _ = found
     if is_local(folder):
         local, tmp = Path(folder.path), None

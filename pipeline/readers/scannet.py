@@ -205,9 +205,8 @@ def group_vertices(
             raise ScanError(
                 key, agg_name, f"segGroup {position} ({group['label']!r}) names segments {bad} absent from segs.json"
             )
-        idx = np.sort(np.concatenate([order[starts[s] : starts[s] + counts[s]] for s in slot])) if len(slot) else (
-            np.zeros(0, dtype=np.int64)
-        )
+        slices = [order[starts[s] : starts[s] + counts[s]] for s in slot]
+        idx = np.sort(np.concatenate(slices)) if slices else np.zeros(0, dtype=np.int64)
         overlap += int(np.count_nonzero(vertex_group[idx] >= 0))
         vertex_group[idx] = position
         members.append(idx)
@@ -269,9 +268,7 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
     files.append(mesh_path)
     vertices = ply.vertices @ alignment[:3, :3].T + alignment[:3, 3]
     if seg_indices.shape != (len(vertices),):
-        raise ScanError(
-            key, segs_path.name, f"{seg_indices.size} segIndices for {len(vertices)} mesh vertices"
-        )
+        raise ScanError(key, segs_path.name, f"{seg_indices.size} segIndices for {len(vertices)} mesh vertices")
 
     if overlap:
         warnings.append(f"{overlap} vertices belong to more than one segGroup; the later group keeps them")

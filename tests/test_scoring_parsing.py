@@ -121,3 +121,10 @@ def test_parse_failures_are_flagged():
     assert not parse_reply("chair or table", "mcq", "robust", OPTIONS).ok
     assert not parse_reply("The", "mcq", "harness", OPTIONS).ok
     assert parse_reply("Yes, it is there", "yesno", "robust").value == "yes"
+
+
+def test_presence_labels_in_harness_mode():
+    row = _row("presence", "Yes")
+    assert score_question(row, "Yes, it is on the desk.", "harness", None)["score"] == 1.0
+    assert score_question(row, "yes", "harness", None)["score"] == 1.0
+    assert score_question(row, "I see it", "harness", None)["parse_ok"] is False

@@ -73,7 +73,9 @@ def parse_harness(reply: object, kind: str, options: Sequence[str] | None = None
     if kind == "mcq":
         return Parsed(token, token.upper() in option_letters(options))
     if kind == "yesno":
-        return Parsed(token, token.lower() in ("yes", "no"))
+        # PinpointQA reads a Yes/No label; "Yes," and "No!" are the label with punctuation, not another answer
+        label = token.rstrip(",;:!").lower()
+        return Parsed(label, label in ("yes", "no"))
     raise ValueError(f"no harness parsing for answer kind {kind!r}")
 
 

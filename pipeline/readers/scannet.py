@@ -172,7 +172,11 @@ def read_seg_groups(path: Path, key: str, scene_id: str) -> tuple[list[dict], li
 
 
 def _object_ids(groups: list[dict], key: str, filename: str) -> tuple[list[int], list[str]]:
-    ids = [int(g.get("objectId", g.get("id", n))) for n, g in enumerate(groups)]
+    """ScanNet's ``objectId`` per segGroup (ScanRefer and ReVSI use it), renumbered only if ids repeat."""
+    try:
+        ids = [int(g.get("objectId", g.get("id", n))) for n, g in enumerate(groups)]
+    except (TypeError, ValueError):
+        raise ScanError(key, filename, "a segGroup has a non-integer objectId") from None
     if len(set(ids)) == len(ids):
         return ids, []
     return list(range(len(groups))), [f"{filename}: duplicate objectIds; objects numbered by segGroup position"]

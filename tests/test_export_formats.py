@@ -49,7 +49,16 @@ def _vsibench_rows():
 def release(tmp_path_factory):
     root = tmp_path_factory.mktemp("release")
     rows = revsi_rows(48, 0, "16") + revsi_rows(48, 1, "all") + pinpoint_rows(2) + _vsibench_rows()
-    rows.append(dict(revsi_rows(1, 5, "16")[0], id="dummy1", video_kind="black", video="videos/dummy/black/d1.mp4"))
+    rows.append(
+        dict(
+            revsi_rows(1, 5, "16")[0],
+            id="dummy1",
+            video_kind="black",
+            video="videos/dummy/black/d1.mp4",
+            ground_truth="0",
+            answer_value=0.0,
+        )
+    )
     write_release(root, rows)
     return load_release(root)
 
@@ -63,7 +72,7 @@ def _decodes(path) -> bool:
 
 def test_revsi_parquet_has_exactly_the_lmms_eval_fields(release, tmp_path):
     counts = export_revsi(release, tmp_path)
-    assert counts == {"16_frame": 48, "all_frame": 48}  # the dummy-video question is not in the revsi layout
+    assert counts == {"16_frame": 48, "all_frame": 48, "16_frame_black": 1}
     for config, budget in (("16_frame", "16"), ("all_frame", "all")):
         table = pq.read_table(tmp_path / config / "test-00000-of-00001.parquet")
         assert [(f.name, f.type) for f in table.schema] == REVSI_FIELDS
@@ -75,7 +84,8 @@ def test_revsi_parquet_has_exactly_the_lmms_eval_fields(release, tmp_path):
             assert video.exists() and _decodes(video)
     card = (tmp_path / "README.md").read_text()
     front = yaml.safe_load(card.split("---")[1])
-    assert [c["config_name"] for c in front["configs"]] == ["16_frame", "all_frame"]
+    assert [c["config_name"] for c in front["configs"]] == ["16_frame", "all_frame", "16_frame_black"]
+    assert front["dataset_info"][2]["features"][-1] == {"name": "video", "dtype": "string"}
     assert front["configs"][0]["data_files"] == [{"split": "test", "path": "16_frame/test-00000-of-00001.parquet"}]
 
 
@@ -128,6 +138,17 @@ def test_generated_lmms_eval_task_runs_on_its_own(release, tmp_path):
     ours = evaluate(qa16, replies, "harness")["groups"][0]
     assert utils.aggregate_overall_acc(entries) == pytest.approx(ours["overall"], abs=1e-12)
     assert utils.aggregate_object_counting_acc(entries) == pytest.approx(ours["tasks"]["object_counting"], abs=1e-12)
+
+    # dummy-video config: same fields plus the video path, its own group, count 0 needs an exact 0
+    dummy_table = pq.read_table(tmp_path / "16_frame_black" / "test-00000-of-00001.parquet")
+    assert dummy_table.schema.names == [name for name, _ in REVSI_FIELDS] + ["video"]
+    dummy = dummy_table.to_pylist()[0]
+    assert utils.doc_to_visual(dummy) == [str(tmp_path / "16_frame_black" / "d1.mp4")]
+    assert _decodes(utils.doc_to_visual(dummy)[0])
+    assert utils.process_results(dummy, ["0"])["overall_acc"]["acc"] == 1.0
+    assert utils.process_results(dummy, ["2"])["overall_acc"]["acc"] == 0.0
+    dummy_group = yaml.safe_load((folder / "scan2qa_revsi_dummy.yaml").read_text())
+    assert dummy_group["task"] == ["scan2qa_revsi_16_frame_black"]
 
 
 def test_vsibench_layout(release, tmp_path):

@@ -20,9 +20,18 @@ def _feature(field: pa.Field) -> dict:
 
 
 def dataset_card(
-    title: str, configs: list[tuple[str, str, int]], schema: pa.Schema, description: str, split: str = "test"
+    title: str,
+    configs: list[tuple[str, str, int]],
+    schema: pa.Schema,
+    description: str,
+    split: str = "test",
+    config_schemas: dict[str, pa.Schema] | None = None,
 ) -> str:
-    """README text; ``configs`` are (config name, data file relative to the card, row count)."""
+    """README text; ``configs`` are (config name, data file relative to the card, row count).
+
+    ``schema`` describes every config unless ``config_schemas`` names another one for it.
+    """
+    config_schemas = config_schemas or {}
     front = {
         "pretty_name": title,
         "license": "other",
@@ -34,7 +43,7 @@ def dataset_card(
         "dataset_info": [
             {
                 "config_name": name,
-                "features": [_feature(f) for f in schema],
+                "features": [_feature(f) for f in config_schemas.get(name, schema)],
                 "splits": [{"name": split, "num_examples": int(rows)}],
             }
             for name, _, rows in configs

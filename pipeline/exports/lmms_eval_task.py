@@ -45,7 +45,10 @@ def _export_roots():
 
 
 def doc_to_visual(doc):
-    relative = os.path.join("{{}}_frame".format(doc["num_frames"]), "{{}}.mp4".format(doc["scene_id"]))
+    if doc.get("video"):  # dummy-video configs name their video explicitly
+        relative = doc["video"]
+    else:
+        relative = os.path.join("{{}}_frame".format(doc["num_frames"]), "{{}}.mp4".format(doc["scene_id"]))
     for root in _export_roots():
         path = os.path.join(root, relative)
         if os.path.exists(path):
@@ -175,8 +178,16 @@ def utils_source(export_root: Path) -> str:
     )
 
 
-def write_task_folder(export_root: Path, configs: list[tuple[str, Path]], folder_name: str = "lmms_eval_task") -> Path:
-    """Write yaml + utils.py; ``configs`` are (config name, absolute Parquet path). Returns the folder."""
+def write_task_folder(
+    export_root: Path,
+    configs: list[tuple[str, Path]],
+    dummy_configs: list[tuple[str, Path]] = (),
+    folder_name: str = "lmms_eval_task",
+) -> Path:
+    """Write yaml + utils.py; configs are (config name, Parquet path). Returns the folder.
+
+    ``configs`` form the ``scan2qa_revsi`` group, ``dummy_configs`` the ``scan2qa_revsi_dummy`` group.
+    """
     folder = export_root / folder_name
     metric_list = "\n".join(
         f"  - metric: {name}\n    aggregation: !function utils.aggregate_{name}\n    higher_is_better: true"
@@ -186,15 +197,19 @@ def write_task_folder(export_root: Path, configs: list[tuple[str, Path]], folder
         folder / "_default_template_yaml",
         _TEMPLATE_YAML.format(metric_list=metric_list, pre=PRE_PROMPT, mcq_post=MCQ_POST_PROMPT, nq_post=NQ_POST_PROMPT),
     )
-    tasks = []
-    for name, parquet in configs:
-        task = f"{TASK_PREFIX}_{name}"
-        tasks.append(task)
-        write_text(
-            folder / f"{task}.yaml",
-            f"task: {task}\ndataset_path: parquet\ndataset_kwargs:\n  data_files:\n"
-            f"    test: {str(parquet.resolve())!r}\ninclude: _default_template_yaml\n",
-        )
-    write_text(folder / f"{TASK_PREFIX}.yaml", f"group: {TASK_PREFIX}\ntask:\n" + "".join(f"- {t}\n" for t in tasks))
+    groups = {TASK_PREFIX: configs, f"{TASK_PREFIX}_dummy": list(dummy_configs)}
+    for group, members in groups.items():
+        if not members:
+            continue
+        tasks = []
+        for name, parquet in members:
+            task = f"{TASK_PREFIX}_{name}"
+            tasks.append(task)
+            write_text(
+                folder / f"{task}.yaml",
+                f"task: {task}\ndataset_path: parquet\ndataset_kwargs:\n  data_files:\n"
+                f"    test: {str(Path(parquet).resolve())!r}\ninclude: _default_template_yaml\n",
+            )
+        write_text(folder / f"{group}.yaml", f"group: {group}\ntask:\n" + "".join(f"- {t}\n" for t in tasks))
     write_text(folder / "utils.py", utils_source(export_root))
     return folder

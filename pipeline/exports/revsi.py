@@ -7,8 +7,12 @@ layout as ReVSI's Hub cache, so the folder can be used as that task's cache
 directory unchanged. A dataset card and a ready-to-include lmms-eval task
 folder go with it.
 
-Only real-video questions are exported: dummy-video questions share their
-scene id with the real video, which the ``revsi`` layout cannot tell apart.
+Dummy-video questions (SPEC §2) share their scene id with the real video,
+which the ``revsi`` layout cannot tell apart, so they go to extra configs
+``16_frame_<kind>`` (``query_drop``, ``first_frame``, ``black``) whose rows carry
+the same fields plus ``video`` (the video path relative to the export); the
+generated task evaluates them as the ``scan2qa_revsi_dummy`` group, and the
+benchmark configs keep exactly the ``revsi`` fields.
 ``id`` is the qa table's stable string id (the harness never reads it, and
 keeping it lets ``scan2qa eval`` score harness outputs directly); ``num_frames``
 is a string because the all-frame budget is named ``all``.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 
 from pipeline.exports.common import (
@@ -46,6 +51,39 @@ REVSI_SCHEMA = pa.schema(
         ("ground_truth", pa.string()),
     ]
 )
+DUMMY_SCHEMA = REVSI_SCHEMA.append(pa.field("video", pa.string()))
+
+
+def _record(row: dict, budget: str) -> dict:
+    return {
+        "id": row["id"],
+        "dataset": row["dataset"],
+        "scene_id": row["scene_id"],
+        "num_frames": budget,
+        "question_type": row["question_type"],
+        "question": row["question"],
+        "options": list(row["options"] or []),
+        "ground_truth": str(row["ground_truth"]),
+    }
+
+
+def _export_dummies(release: Release, out: Path, profile: str, link: bool) -> list[tuple[str, Path, int]]:
+    qa = release.qa.filter(
+        (pl.col("profile") == profile) & (pl.col("video_kind").fill_null("real") != "real")
+    ).sort(["video_kind", "budget", "scene_id", "question_type", "id"])
+    written = []
+    for (kind, budget), part in qa.group_by(["video_kind", "budget"], maintain_order=True):
+        name = f"{config_name(budget)}_{kind}"
+        records = []
+        for row in part.iter_rows(named=True):
+            source = require_video(release, row)
+            relative = f"{name}/{source.name}"
+            place_video(source, out / relative, link)
+            records.append({**_record(row, budget), "video": relative})
+        parquet = out / name / PARQUET_NAME
+        write_parquet(pa.Table.from_pylist(records, schema=DUMMY_SCHEMA), parquet)
+        written.append((name, parquet, len(records)))
+    return written
 
 
 def export_revsi(release: Release, out: Path, profile: str = "revsi", link: bool = True) -> dict[str, int]:
@@ -61,23 +99,16 @@ def export_revsi(release: Release, out: Path, profile: str = "revsi", link: bool
         for row in part.iter_rows(named=True):
             video = require_video(release, row)
             place_video(video, out / name / f"{row['scene_id']}.mp4", link)
-            records.append(
-                {
-                    "id": row["id"],
-                    "dataset": row["dataset"],
-                    "scene_id": row["scene_id"],
-                    "num_frames": budget,
-                    "question_type": row["question_type"],
-                    "question": row["question"],
-                    "options": list(row["options"] or []),
-                    "ground_truth": str(row["ground_truth"]),
-                }
-            )
+            records.append(_record(row, budget))
         parquet = out / name / PARQUET_NAME
         write_parquet(pa.Table.from_pylist(records, schema=REVSI_SCHEMA), parquet)
         counts[name] = len(records)
         card_configs.append((name, f"{name}/{PARQUET_NAME}", len(records)))
         task_configs.append((name, parquet))
+    dummies = _export_dummies(release, out, profile, link)
+    for name, parquet, n in dummies:
+        counts[name] = n
+        card_configs.append((name, f"{name}/{PARQUET_NAME}", n))
     write_text(
         out / "README.md",
         dataset_card(
@@ -87,8 +118,10 @@ def export_revsi(release: Release, out: Path, profile: str = "revsi", link: bool
             "Video spatial-reasoning questions in the ReVSI layout: one config per frame budget, videos at "
             "`<N>_frame/<scene_id>.mp4`. Evaluate with lmms-eval: "
             "`--include_path lmms_eval_task --tasks scan2qa_revsi` (or the built-in `revsi` task with this folder "
-            "as its cache directory).",
+            "as its cache directory). Configs `16_frame_<kind>` hold the dummy-video probes (query-dropped, "
+            "first-frame-repeated and black videos; `--tasks scan2qa_revsi_dummy`) and add a `video` field.",
+            config_schemas={name: DUMMY_SCHEMA for name, _, _ in dummies},
         ),
     )
-    write_task_folder(out, task_configs)
+    write_task_folder(out, task_configs, [(name, parquet) for name, parquet, _ in dummies])
     return counts

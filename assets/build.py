@@ -116,7 +116,7 @@ def output_summary(config: Config) -> list[str]:
 
 def build(config: Config, config_file: str = "") -> BuildReport:
     """Materialize every discovered scan, then the dataset-wide assets; prints progress as it goes."""
-    from assets.definitions import all_assets
+    from assets.definitions import all_asset_checks, all_assets
     from assets.jobs import dataset_wide_keys, per_scan_keys
     from resources.defaults import default_resources
     from resources.storage import StorageResource
@@ -125,6 +125,7 @@ def build(config: Config, config_file: str = "") -> BuildReport:
     scans = discover_scans(config.scans_root, config.storage_options)
     if not scans:
         return report
+    definitions = [*all_assets, *all_asset_checks]
     resources = default_resources(StorageResource.from_config(config, config_file))
     instance = open_instance()
     register_partitions(instance, [key for key, _ in scans])
@@ -132,7 +133,7 @@ def build(config: Config, config_file: str = "") -> BuildReport:
     for index, (key, _uri) in enumerate(scans, start=1):
         started = time.perf_counter()
         print(f"[{index}/{len(scans)}] {key} ... ", end="", flush=True)
-        ok, error = materialize_quietly(all_assets, scan_selection, resources, instance, partition_key=key)
+        ok, error = materialize_quietly(definitions, scan_selection, resources, instance, partition_key=key)
         if ok:
             report.ok.append(key)
             print(f"ok ({time.perf_counter() - started:.1f} s)", flush=True)
@@ -143,7 +144,7 @@ def build(config: Config, config_file: str = "") -> BuildReport:
     if dataset_selection and report.ok:
         started = time.perf_counter()
         print(f"dataset-wide ({', '.join(k.to_user_string() for k in dataset_selection)}) ... ", end="", flush=True)
-        ok, error = materialize_quietly(all_assets, dataset_selection, resources, instance)
+        ok, error = materialize_quietly(definitions, dataset_selection, resources, instance)
         if ok:
             print(f"ok ({time.perf_counter() - started:.1f} s)", flush=True)
         else:

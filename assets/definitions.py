@@ -1,7 +1,8 @@
 """The scan2qa code location (``workspace.yaml`` -> ``assets.definitions``).
 
-To add assets, add their module to ``ASSET_MODULES``; jobs, sensors and the
-schedule pick them up from their partitioning.
+To add assets (and the asset checks next to them), add their module to
+``ASSET_MODULES``; jobs, sensors and the schedule pick them up from their
+partitioning, and ``scan2qa build`` materializes them.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from resources.defaults import default_resources
 ASSET_MODULES = [scene]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
+all_asset_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
 
 defs = dg.Definitions(
     assets=all_assets,
+    asset_checks=all_asset_checks,
     jobs=build_jobs(all_assets),
     sensors=build_sensors(all_assets),
     schedules=[weekly_full_rebuild],

@@ -16,15 +16,20 @@ SCAN_JOB = "scan_job"
 DATASET_JOB = "dataset_job"
 
 
-def per_scan_keys(assets: Sequence[dg.AssetsDefinition]) -> list[dg.AssetKey]:
-    return sorted(key for a in assets if a.partitions_def == scan_partitions for key in a.keys)
+def _materializable(assets: Sequence[object]) -> list[dg.AssetsDefinition]:
+    """Assets a job can materialize (source assets and check-only definitions are left out)."""
+    return [a for a in assets if isinstance(a, dg.AssetsDefinition) and a.is_materializable]
 
 
-def dataset_wide_keys(assets: Sequence[dg.AssetsDefinition]) -> list[dg.AssetKey]:
-    return sorted(key for a in assets if a.partitions_def is None for key in a.keys)
+def per_scan_keys(assets: Sequence[object]) -> list[dg.AssetKey]:
+    return sorted(key for a in _materializable(assets) if a.partitions_def == scan_partitions for key in a.keys)
 
 
-def build_jobs(assets: Sequence[dg.AssetsDefinition]) -> list[dg.UnresolvedAssetJobDefinition]:
+def dataset_wide_keys(assets: Sequence[object]) -> list[dg.AssetKey]:
+    return sorted(key for a in _materializable(assets) if a.partitions_def is None for key in a.keys)
+
+
+def build_jobs(assets: Sequence[object]) -> list[dg.UnresolvedAssetJobDefinition]:
     jobs = [
         dg.define_asset_job(
             SCAN_JOB,

@@ -69,6 +69,6 @@ def dataset_refresh(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"after-{run_id}")], cursor=run_id)
 
 
-def build_sensors(assets: Sequence[dg.AssetsDefinition]) -> list[dg.SensorDefinition]:
+def build_sensors(assets: Sequence[object]) -> list[dg.SensorDefinition]:
     """The dataset refresh sensor exists only once some module defines a dataset-wide asset."""
     return [scan_discovery, dataset_refresh] if dataset_wide_keys(assets) else [scan_discovery]

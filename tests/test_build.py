@@ -78,3 +78,26 @@ def test_no_arguments_generates_the_synthetic_demo(tmp_path, fake_reader, monkey
     # A second run finds the scans and does not generate again.
     assert main(["build"]) == 0
     assert len(calls) == 1
+
+
+def test_dataset_wide_assets_run_after_partitions_from_those_that_exist(tmp_path, fake_reader, monkeypatch, capsys):
+    import dagster as dg
+
+    import assets.definitions
+    from pipeline import schemas
+
+    @dg.asset
+    def qa(objects: pl.DataFrame) -> pl.DataFrame:
+        counts = objects.group_by("key").len().sort("key")
+        return schemas.from_rows("qa", [{"id": k, "key": k, "answer_value": float(n)} for k, n in counts.iter_rows()])
+
+    monkeypatch.setattr(assets.definitions, "all_assets", [*assets.definitions.all_assets, qa])
+    scans = tmp_path / "scans"
+    write_fake_scan(scans, "synth0000_00", objects=3)
+    write_fake_scan(scans, "synth0001_00", problem="broken")
+    write_fake_scan(scans, "synth0002_00", objects=1)
+    assert main(["build", "--scans", str(scans), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "dataset-wide (qa) ... ok (" in printed and "  qa.parquet" in printed.splitlines()
+    table = pl.read_parquet(tmp_path / "out" / "tables" / "qa.parquet")
+    assert table.select("key", "answer_value").rows() == [("synthetic/synth0000_00", 3.0), ("synthetic/synth0002_00", 1.0)]

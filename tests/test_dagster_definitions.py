@@ -12,7 +12,7 @@ from assets.definitions import all_assets, defs
 from assets.jobs import SCAN_JOB, per_scan_keys
 from assets.partitions import scan_partitions
 from assets.schedules import weekly_full_rebuild
-from assets.sensors import scan_discovery
+from assets.sensors import dataset_refresh, scan_discovery
 from resources.storage import StorageResource
 
 SUNDAY = datetime.datetime(2026, 11, 29, 3, 0, tzinfo=datetime.timezone.utc)
@@ -107,3 +107,19 @@ def test_definition_modules_import_no_readers(module_name):
     import importlib
 
     assert importlib.import_module(module_name)
+
+
+def test_dataset_refresh_waits_for_scan_runs_then_requests_once():
+    job = dg.GraphDefinition(name=SCAN_JOB).to_job()
+    with dg.instance_for_test() as instance:
+        def tick(cursor=None):
+            return dataset_refresh(dg.build_sensor_context(instance=instance, cursor=cursor))
+
+        assert tick().skip_reason is not None
+        running = instance.create_run_for_job(job, status=dg.DagsterRunStatus.STARTED)
+        assert "in progress" in tick().skip_reason.skip_message
+        instance.delete_run(running.run_id)
+        done = instance.create_run_for_job(job, status=dg.DagsterRunStatus.SUCCESS)
+        first = tick()
+        assert [r.run_key for r in first.run_requests] == [f"after-{done.run_id}"] and first.cursor == done.run_id
+        assert tick(first.cursor).skip_reason is not None

@@ -190,3 +190,14 @@ def test_non_numeric_ground_truth_names_the_scan_and_question():
     rows[0]["ground_truth"] = "many"
     with pytest.raises(ScanError, match="synthetic/synth0000_00: tables/qa.parquet: question q16_00000"):
         evaluate(qa_frame(rows), {}, "harness")
+
+
+def test_lmms_eval_sample_logs_are_read_as_predictions(tmp_path):
+    path = tmp_path / "samples.jsonl"
+    lines = [
+        {"doc_id": 0, "doc": {"id": "q1", "question": "?"}, "resps": [["B. table"]], "filtered_resps": ["B. table"]},
+        {"doc_id": 1, "doc": {"id": "q2"}, "resps": [["3"]]},
+        {"id": "q3", "prediction": None},
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    assert load_predictions(path) == {"q1": "B. table", "q2": "3", "q3": ""}

@@ -30,8 +30,23 @@ PINPOINT_PROFILE = "pinpointqa"
 FSD_NOT_SCORED = "FSD (free_form_localization) not scored: no judge endpoint configured; excluded from averages"
 
 
+def _lmms_eval_sample(record: dict) -> tuple[str, object] | None:
+    """(id, reply) of an lmms-eval ``--log_samples`` record of an exported task, else None."""
+    doc = record.get("doc")
+    if not isinstance(doc, dict) or "id" not in doc:
+        return None
+    reply = record.get("filtered_resps", record.get("resps"))
+    while isinstance(reply, list):
+        reply = reply[0] if reply else ""
+    return str(doc["id"]), reply
+
+
 def load_predictions(path: str | Path) -> dict[str, str]:
-    """Read JSONL ``{"id": ..., "prediction": ...}``; a repeated id keeps its last prediction."""
+    """Read JSONL ``{"id": ..., "prediction": ...}``; a repeated id keeps its last prediction.
+
+    lmms-eval ``--log_samples`` files of an exported task are read too (the doc's ``id`` and its first
+    filtered response), so a harness run can be rescored here, e.g. in robust mode, without conversion.
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"predictions file not found: {path}")
@@ -44,10 +59,11 @@ def load_predictions(path: str | Path) -> dict[str, str]:
                 record = json.loads(line)
             except ValueError:
                 raise ScanError("predictions", str(path), f"line {number}: not valid JSON") from None
-            if not isinstance(record, dict) or "id" not in record or "prediction" not in record:
+            sample = _lmms_eval_sample(record) if isinstance(record, dict) else None
+            if sample is None and (not isinstance(record, dict) or "id" not in record or "prediction" not in record):
                 raise ScanError("predictions", str(path), f"line {number}: expected an object with id and prediction")
-            prediction = record["prediction"]
-            predictions[str(record["id"])] = "" if prediction is None else str(prediction)
+            qid, prediction = sample if sample is not None else (str(record["id"]), record["prediction"])
+            predictions[qid] = "" if prediction is None else str(prediction)
     return predictions
 
 

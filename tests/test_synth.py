@@ -121,7 +121,7 @@ def test_files_match_the_real_scannet_fixture(written, fixtures_dir):
     assert all(set(g["segments"]) <= known for g in agg["segGroups"])
 
     keys = lambda p: {ln.split(" = ")[0] for ln in p.read_text().splitlines() if " = " in ln}  # noqa: E731
-    assert keys(scene / "synth0000_00.txt") == keys(real / "scene0000_00.txt") | {"axisAlignment"}
+    assert keys(scene / "synth0000_00.txt") == keys(real / "scene0000_00.txt") | {"axisAlignment", "fps"}
 
     tsv = (written[0] / "scannetv2-labels.combined.tsv").read_bytes().decode().split("\r\n")
     real_tsv = (fixtures_dir / "scannet" / "scannetv2-labels.combined.tsv").read_bytes().decode().split("\r\n")

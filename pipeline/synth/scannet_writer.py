@@ -94,6 +94,8 @@ def _info_txt(scene: SynthScene) -> str:
         f"colorWidth = {scene.width}",
         f"depthHeight = {scene.height}",
         f"depthWidth = {scene.width}",
+        # Not a ScanNet key: the exported stream has no timestamps, and these scans run at 10 fps, not ScanNet's 30.
+        f"fps = {scene.fps:f}",
         f"fx_color = {K[0, 0]:f}",
         f"fx_depth = {K[0, 0]:f}",
         f"fy_color = {K[1, 1]:f}",

@@ -21,13 +21,23 @@ class PlyFormatError(ValueError):
     pass
 
 
+def _read_plydata(path) -> PlyData:
+    # Declaring triangle faces lets plyfile read them as one array (hundreds of times faster than
+    # parsing per-face lists); meshes with other polygons fall back to the general reader.
+    errors = []
+    for known in ({"face": {"vertex_indices": 3}}, None):
+        try:
+            with open(path, "rb") as fh:
+                return PlyData.read(fh, known_list_len=known) if known else PlyData.read(fh)
+        except Exception as exc:  # plyfile raises many types for truncated or unexpected data
+            errors.append(exc)
+    exc = errors[-1]
+    raise PlyFormatError(f"unreadable PLY ({type(exc).__name__}: {exc})".splitlines()[0])
+
+
 def read_ply(path) -> PlyMesh:
     """Read a triangle mesh; raises PlyFormatError on truncated or malformed files."""
-    try:
-        with open(path, "rb") as fh:
-            ply = PlyData.read(fh)
-    except Exception as exc:  # plyfile raises many types for truncated data
-        raise PlyFormatError(f"unreadable PLY ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+    ply = _read_plydata(path)
     if "vertex" not in ply:
         raise PlyFormatError("no vertex element")
     v = ply["vertex"].data
@@ -49,7 +59,7 @@ def read_ply(path) -> PlyMesh:
         faces = f[list_name]
         if len(faces):
             try:
-                triangles = np.stack(faces).astype(np.int32)
+                triangles = (faces if faces.ndim == 2 else np.stack(faces)).astype(np.int32)
             except ValueError:
                 raise PlyFormatError("faces are not all triangles") from None
             if triangles.ndim != 2 or triangles.shape[1] != 3:

@@ -86,3 +86,29 @@ def dummy_questions(
                 )
             )
     return out
+
+
+def dummy_object_sets(objects: pl.DataFrame, object_visibility: pl.DataFrame, key: str, budget: str = "16") -> list[list[int]]:
+    """The queried-object sets the dummy videos must cover for this scan's dummy questions.
+
+    Counting asks about a category: its set is every instance of the category in
+    the scene (a query-dropped video must show none of them). Object size asks
+    about a unique object: its set is that object. Only categories and objects
+    visible under the dummy budget can be asked, so only those are listed.
+    """
+    scan = objects.filter((pl.col("key") == key) & ~pl.col("structural").fill_null(False))
+    visible = set(
+        object_visibility.filter(
+            (pl.col("key") == key) & (pl.col("budget") == str(budget)) & pl.col("visible").fill_null(False)
+        )["object_id"].to_list()
+    )
+    by_category: dict[str, list[int]] = {}
+    for object_id, category in zip(scan["object_id"].to_list(), scan["category"].to_list()):
+        by_category.setdefault(category, []).append(int(object_id))
+    sets = set()
+    for ids in by_category.values():
+        if visible.intersection(ids):
+            sets.add(tuple(sorted(ids)))
+            if len(ids) == 1:
+                sets.add((ids[0],))
+    return [list(s) for s in sorted(sets)]

@@ -1,0 +1,72 @@
+"""Question assets: per-scan ``qa_candidates`` (ReVSI and VSI-Bench profiles) and the dataset-wide ``qa``.
+
+Candidates are generated per scan partition for every budget and every
+question profile of the run configuration that has a YAML profile in
+``pipeline/qa/profiles`` (the PinpointQA questions have their own step). The
+``qa`` asset applies the dataset-wide step (exclusions, subsampling, caps,
+letter balancing) per profile over all partitions that succeeded.
+"""
+
+import dagster as dg
+import polars as pl
+
+from assets.partitions import scan_partitions
+from pipeline import schemas
+from pipeline.schemas import BUDGETS
+from resources.storage import StorageResource
+
+
+def question_profiles(configured: tuple[str, ...]) -> list[str]:
+    from pipeline.qa.profiles import PROFILE_DIR
+
+    return [name for name in configured if (PROFILE_DIR / f"{name}.yaml").is_file()]
+
+
+@dg.asset(
+    partitions_def=scan_partitions,
+    group_name="qa",
+    ins={name: dg.AssetIn(name) for name in ("objects", "rooms", "object_visibility", "frame_samples", "dummy_videos")},
+    description="every eligible ReVSI / VSI-Bench question of one scan, per budget, with answers and audit geometry",
+)
+def qa_candidates(
+    context: dg.AssetExecutionContext,
+    storage: StorageResource,
+    objects: pl.DataFrame,
+    rooms: pl.DataFrame,
+    object_visibility: pl.DataFrame,
+    frame_samples: pl.DataFrame,
+    dummy_videos: pl.DataFrame,
+) -> pl.DataFrame:
+    from pipeline.qa import generate_candidates
+
+    config = storage.config()
+    frames = [
+        generate_candidates(
+            objects, rooms, object_visibility, frame_samples, dummy_videos,
+            key=context.partition_key, budget=budget, profile=profile, config=config,
+        )
+        for profile in question_profiles(config.profiles)
+        for budget in BUDGETS
+    ]
+    table = pl.concat(frames) if frames else schemas.empty("qa_candidates")
+    context.add_output_metadata({"rows": table.height})
+    return table
+
+
+@dg.asset(
+    group_name="qa",
+    ins={"qa_candidates": dg.AssetIn("qa_candidates", partition_mapping=dg.AllPartitionMapping())},
+    description="the filtered, subsampled, letter-balanced question table of the whole benchmark",
+)
+def qa(context: dg.AssetExecutionContext, storage: StorageResource, qa_candidates: pl.DataFrame) -> pl.DataFrame:
+    from pipeline.qa import finalize_qa
+
+    config = storage.config()
+    tables = [finalize_qa(qa_candidates, profile=p, seed=config.seed) for p in question_profiles(config.profiles)]
+    table = pl.concat(tables) if tables else schemas.empty("qa")
+    context.add_output_metadata(
+        {"rows": table.height, "per_type": dg.MetadataValue.json(
+            {f"{r['profile']}/{r['question_type']}": r["len"] for r in table.group_by("profile", "question_type").len().sort("profile", "question_type").iter_rows(named=True)}
+        )}
+    )
+    return table

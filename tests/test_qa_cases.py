@@ -78,7 +78,7 @@ def test_route_planning_hand_worked():
              "'turn left,' or 'turn right.'): 1. Go forward until the bookshelf 2. [please fill in] "
              "3. Go forward until the desk. You have reached the final destination.")
     routes = df.filter(pl.col("question_type") == "route_planning")
-    assert set(routes["question"]) <= {left, right} and routes.height >= 1
+    assert set(routes["question"]) == {left, right}
     answers = {_answer(df, left), _answer(df, right)} - {None}
     assert answers <= {"Turn Left", "Turn Right"}
     if _answer(df, left) is not None:

@@ -13,6 +13,7 @@ from scipy.spatial import cKDTree
 
 from pipeline.cli import main as cli_main
 from pipeline.formats.ply import read_ply
+from pipeline.formats.sens import SensReader
 from pipeline.geometry.raycast import MeshRaycaster, pixel_rays
 from pipeline.synth.label_map import HEADER, SCANNET_ROWS, label_map_rows, nyu40_ids
 from pipeline.synth.render import FrameRenderer
@@ -84,6 +85,10 @@ def test_scan_folder_has_scannets_layout(written):
     color = cv2.imread(str(scene / "color" / "0.jpg"))
     assert depth.dtype == np.uint16 and depth.shape == (480, 640)
     assert color.shape == (480, 640, 3)
+    sens = SensReader(scene / f"{sid}.sens")
+    np.testing.assert_allclose(sens.pose(1), np.loadtxt(scene / "pose" / "1.txt"), atol=1e-6)
+    assert sens.color_bytes(0) == (scene / "color" / "0.jpg").read_bytes()
+    assert np.array_equal(sens.depth(FRAMES - 1), cv2.imread(str(scene / "depth" / f"{FRAMES - 1}.png"), cv2.IMREAD_UNCHANGED))
 
 
 def _ply_header(path: Path) -> list[str]:
@@ -212,8 +217,10 @@ def test_camera_visits_every_room(scenes):
         main = next(r.polygon for r in scene.rooms if r.kind == "main")
         centres = scene.poses[:, :3, 3]
         assert np.any(shapely.contains_xy(main, centres[:, 0], centres[:, 1]))
-        rooms = {o.room for o in scene.objects if o.label == "floor"}
-        assert len(rooms) >= 1
+        assert scene.room_plans
+        for name, (_, polygon) in scene.room_plans.items():
+            inside = shapely.contains_xy(polygon, centres[:, 0], centres[:, 1])
+            assert inside.sum() >= 2, (scene.scene_id, name)
 
 
 def test_small_objects_rest_on_their_support(scenes):

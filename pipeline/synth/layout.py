@@ -179,8 +179,10 @@ class _Furnisher:
                     continue
                 for _ in range(int(self.rng.integers(lo, hi + 1))):
                     self.try_group(maker(self.rng), room)
+        # Fill up to a per-scene target so scenes differ in density and categories repeat (counting is non-trivial).
+        target = int(self.rng.integers(MIN_FURNITURE + 2, 27))
         fill_tries = 0
-        while self.furniture_count < MIN_FURNITURE and fill_tries < 40:
+        while self.furniture_count < target and fill_tries < 60:
             room = self.shell.rooms[fill_tries % len(self.shell.rooms)]
             fillers = FILLERS[room.kind]
             self.try_group(fillers[int(self.rng.integers(0, len(fillers)))](self.rng), room, attempts=15)

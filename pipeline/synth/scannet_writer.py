@@ -161,6 +161,11 @@ def truth_dict(scene: SynthScene) -> dict:
         "num_frames": int(len(scene.poses)),
         "objects": objects,
         "rooms": rooms,
+        # Each room of the floor plan (a two-room scene has two), beyond the scene/main polygons above.
+        "room_plans": [
+            {"name": name, "kind": kind, "polygon": [[_r(x), _r(y)] for x, y in poly.exterior.coords]}
+            for name, (kind, poly) in sorted(scene.room_plans.items())
+        ],
     }
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import shapely
 
-from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, Room, SceneObject
+from pipeline.scene import Frame, Mesh, ParsedScan, Room, SceneObject
 from pipeline.seeding import rng as seeded_rng
 from pipeline.synth.boxes import Box, mesh_box, parts_distance, union_box
 from pipeline.synth.camera import camera_walk
@@ -63,6 +63,7 @@ class SynthScene:
     fps: float = FPS
     segments: np.ndarray | None = None  # (V,) per-vertex segment id (a vertex index, as ScanNet's are)
     poses_stored: np.ndarray | None = None  # (F, 4, 4) as written to pose/<i>.txt (unaligned frame, 6 decimals)
+    room_plans: dict[str, tuple[str, object]] = field(default_factory=dict)  # room name -> (kind, interior polygon)
 
     def stored_poses(self) -> np.ndarray:
         return self.poses_stored
@@ -146,6 +147,8 @@ def _assemble(layout: Layout, rng: np.random.Generator):
             spacing, base = SPACING_SMALL, SMALL_OBJECTS[laid.label].color
         elif laid.label in FURNITURE:
             spacing, base = SPACING_FURNITURE, FURNITURE[laid.label].color
+        elif not structural:  # doors and windows are neighbours like any furniture
+            spacing, base = SPACING_FURNITURE, STRUCTURE_COLORS[laid.label]
         else:
             spacing, base = SPACING_STRUCTURE, STRUCTURE_COLORS[laid.label]
         start = offset
@@ -220,8 +223,6 @@ def generate_scene(seed: int, scene_index: int, frames: int = 300) -> SynthScene
         axis_alignment=alignment,
         segments=segments,
         poses_stored=stored,
+        room_plans={r.name: (r.kind, r.polygon) for r in shell.rooms},
     )
 
-
-def oriented_box(box: Box) -> OrientedBox:
-    return box.to_oriented()

@@ -1,0 +1,147 @@
+"""Write a synthetic scene in ARKitScenes' 3DOD layout (``<video_id>/``) plus ``metadata.csv`` at the scans root.
+
+Conventions of the format, which the reader must undo: boxes are
+``segments.obbAligned`` with row-axis ``normalizedAxes``; the mesh carries no
+object ids; poses are *world-to-camera* axis-angle + translation lines in
+``lowres_wide.traj``; frames and ``.pincam`` intrinsics are named by
+timestamp; and the frames are stored the way the phone was held, so for a
+sky direction other than ``Up`` every image is stored turned (sky on the
+left for ``Left``...) with the camera (pose, intrinsics, size) of the turned
+image. The video id is the synthetic scene id. Frames are written at the
+walk's 10 fps (timestamps ``1000.000 + i / 10`` s), so resampling keeps them
+all. The exact ground truth goes to ``<video_id>.scan2qa_truth.json``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from pipeline.formats.ply import write_ply
+from pipeline.geometry.obb import normalized_axes_of
+from pipeline.readers.arkitscenes import (
+    METADATA_NAME,
+    SKY_ROTATION,
+    annotation_name,
+    frames_dir,
+    mesh_name,
+    rotated_camera,
+)
+from pipeline.synth.render import FrameRenderer
+from pipeline.synth.scannet_writer import TRUTH_SUFFIX, truth_dict
+from pipeline.synth.scene import SynthScene
+from pipeline.video import rotate_image
+
+METADATA_COLUMNS = (
+    "video_id",
+    "visit_id",
+    "sky_direction",
+    "fold",
+    "has_laser_scanner_point_clouds",
+    "is_in_upsampling",
+    "is_in_threedod",
+)
+FIRST_TIMESTAMP_MS = 1_000_000  # ARKit timestamps are device uptime seconds, never 0
+
+
+def _r(x) -> float:
+    return round(float(x), 10)
+
+
+def _annotation(scene: SynthScene) -> dict:
+    data = []
+    for obj in scene.objects:
+        box = obj.box.to_oriented()
+        data.append(
+            {
+                "uid": f"{scene.scene_id}-{obj.object_id:04d}",
+                "objectId": obj.object_id,
+                "label": obj.label,
+                "segments": {
+                    "obbAligned": {
+                        "centroid": [_r(v) for v in box.center],
+                        "axesLengths": [_r(v) for v in box.extent],
+                        "normalizedAxes": [_r(v) for v in normalized_axes_of(box)],
+                    }
+                },
+            }
+        )
+    return {"data": data, "skipped": False}
+
+
+def _stamp(scene: SynthScene, i: int) -> str:
+    ms = FIRST_TIMESTAMP_MS + int(round(i * 1000.0 / scene.fps))
+    return f"{ms // 1000}.{ms % 1000:03d}"
+
+
+def _traj_line(stamp: str, camera_to_world: np.ndarray) -> str:
+    world_to_camera = np.linalg.inv(camera_to_world)
+    rotvec = Rotation.from_matrix(world_to_camera[:3, :3]).as_rotvec()
+    values = [*rotvec, *world_to_camera[:3, 3]]
+    return stamp + " " + " ".join(f"{v:.12f}" for v in values) + "\n"
+
+
+def write_metadata(root: Path, video_id: str, sky_direction: str) -> Path:
+    """Add or replace the scene's row in ``root/metadata.csv`` (rows sorted by video id)."""
+    path = root / METADATA_NAME
+    rows = {}
+    if path.exists():
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = {row["video_id"]: row for row in csv.DictReader(fh)}
+    rows[video_id] = {
+        "video_id": video_id,
+        "visit_id": "NA",
+        "sky_direction": sky_direction,
+        "fold": "Training",
+        "has_laser_scanner_point_clouds": "False",
+        "is_in_upsampling": "False",
+        "is_in_threedod": "True",
+    }
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=METADATA_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for vid in sorted(rows):
+            writer.writerow({c: rows[vid].get(c, "") for c in METADATA_COLUMNS})
+    return path
+
+
+def write_arkitscenes(scene: SynthScene, out_dir, sky_direction: str = "Up", progress=None) -> Path:
+    """Write one scan under ``out_dir/<scene_id>/`` and its ``metadata.csv`` row; returns the scene folder."""
+    if sky_direction not in SKY_ROTATION:
+        raise ValueError(f"sky_direction must be one of {sorted(SKY_ROTATION)}, got {sky_direction!r}")
+    root = Path(out_dir)
+    vid = scene.scene_id
+    folder = root / vid
+    frames = folder / frames_dir(vid)
+    (frames / "lowres_wide").mkdir(parents=True, exist_ok=True)
+    (frames / "lowres_wide_intrinsics").mkdir(parents=True, exist_ok=True)
+    mesh = scene.mesh
+    write_ply(folder / mesh_name(vid), mesh.vertices, mesh.triangles, mesh.colors)
+    (folder / annotation_name(vid)).write_text(json.dumps(_annotation(scene), indent=1) + "\n")
+    # The stored image is the sky-up one turned back: sky-up = stored turned SKY_ROTATION clockwise.
+    store_turn = (360 - SKY_ROTATION[sky_direction]) % 360
+    renderer = FrameRenderer(scene)
+    traj = []
+    n = len(scene.poses)
+    for i in range(n):
+        stamp = _stamp(scene, i)
+        pose, k, w, h = rotated_camera(scene.poses[i], scene.intrinsics, scene.width, scene.height, store_turn)
+        image = rotate_image(renderer.render(i).color_bgr, store_turn)
+        ok, png = cv2.imencode(".png", image)
+        if not ok:
+            raise RuntimeError("PNG encoding failed")
+        (frames / "lowres_wide" / f"{vid}_{stamp}.png").write_bytes(png.tobytes())
+        pincam = " ".join(str(v) for v in (w, h, float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2]))) + "\n"
+        (frames / "lowres_wide_intrinsics" / f"{vid}_{stamp}.pincam").write_text(pincam)
+        traj.append(_traj_line(stamp, pose))
+        if progress is not None:
+            progress(i + 1, n)
+    (frames / "lowres_wide.traj").write_text("".join(traj))
+    write_metadata(root, vid, sky_direction)
+    (folder / f"{vid}{TRUTH_SUFFIX}").write_text(json.dumps(truth_dict(scene), indent=1) + "\n")
+    return folder

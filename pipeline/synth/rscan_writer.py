@@ -1,0 +1,150 @@
+"""Write a synthetic scene in 3RScan's layout, with 3RScan's conventions.
+
+3RScan stores what the synthetic scene knows in its own shapes: per-vertex
+``objectId`` in ``labels.instances.annotated.v2.ply`` (0 reserved for
+unannotated surface, so object ``k`` is stored as ``k + 1``), boxes in
+``semseg.v2.json`` with *row* ``normalizedAxes``, the geometry also as
+``mesh.refined.v2.obj``, and the sequence with images stored rotated by 90°
+(the synthetic upright image turned counter-clockwise, as a sensor held
+sideways records it). Each pose and the intrinsics in ``_info.txt`` describe
+the stored (rotated) image: camera axes x' = y, y' = -x, and
+``fx' = fy, fy' = fx, cx' = cy, cy' = W - cx``. Poses are written with full
+float precision, so a reader recovers them exactly. 3RScan has no timestamps;
+every frame is written and the reader plays them at 4 fps, so the all-frame
+sequence holds the same frames as the 10 fps synthetic stream.
+
+The scan folder is named by a UUID derived from the synthetic scene id (3RScan
+ids are UUIDs); ``<folder>/scan2qa_truth.json`` carries the exact truth.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from pipeline.formats.ply import write_ply
+from pipeline.geometry.obb import normalized_axes_of
+from pipeline.synth.label_map import nyu40_ids, write_label_map
+from pipeline.synth.render import JPEG_QUALITY, FrameRenderer
+from pipeline.synth.scannet_writer import LABEL_MAP_NAME, truth_dict
+from pipeline.synth.scene import SynthScene
+
+TRUTH_NAME = "scan2qa_truth.json"
+# Stored camera axes in the upright camera's frame: columns are x' = y and y' = -x (image turned 90° counter-clockwise).
+STORED_CAMERA = np.array([[0.0, -1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+
+
+def rscan_scan_id(scene: SynthScene) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"scan2qa-synthetic/{scene.scene_id}"))
+
+
+def stored_intrinsics(k: np.ndarray, width: int) -> np.ndarray:
+    """Pinhole matrix of the image turned 90° counter-clockwise (continuous pixel coordinates)."""
+    out = np.eye(3)
+    out[0, 0], out[1, 1] = k[1, 1], k[0, 0]
+    out[0, 2], out[1, 2] = k[1, 2], width - k[0, 2]
+    return out
+
+
+def _full(values) -> str:
+    return " ".join(repr(float(v)) for v in np.asarray(values, dtype=float).ravel())
+
+
+def _info_txt(k_stored: np.ndarray, width: int, height: int, frames: int) -> str:
+    k4 = np.eye(4)
+    k4[:3, :3] = k_stored
+    lines = [
+        "m_versionNumber = 4",
+        "m_sensorName = scan2qa synthetic (ray cast)",
+        f"m_colorWidth = {width}",
+        f"m_colorHeight = {height}",
+        f"m_depthWidth = {width}",
+        f"m_depthHeight = {height}",
+        "m_depthShift = 1000",
+        f"m_calibrationColorIntrinsic = {_full(k4)}",
+        f"m_calibrationColorExtrinsic = {_full(np.eye(4))}",
+        f"m_calibrationDepthIntrinsic = {_full(k4)}",
+        f"m_calibrationDepthExtrinsic = {_full(np.eye(4))}",
+        f"m_frames.size = {frames}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _semseg(scene: SynthScene, scan_id: str) -> dict:
+    groups = []
+    for obj in scene.objects:
+        box = obj.box.to_oriented()
+        start, stop = scene.object_vertex_ranges[obj.object_id]
+        segments = sorted({int(s) for s in np.unique(scene.segments[start:stop])})
+        groups.append(
+            {
+                "id": obj.object_id + 1,
+                "objectId": obj.object_id + 1,
+                "label": obj.label,
+                "segments": segments,
+                "obb": {
+                    "centroid": [float(v) for v in box.center],
+                    "axesLengths": [float(v) for v in box.extent],
+                    "normalizedAxes": [float(v) for v in normalized_axes_of(box)],
+                },
+            }
+        )
+    return {"scan_id": scan_id, "appId": "scan2qa-synthetic", "segGroups": groups, "segmentsFile": "mesh.refined.0.010000.segs.v2.json"}
+
+
+def _write_obj(path: Path, vertices: np.ndarray, triangles: np.ndarray) -> None:
+    with open(path, "w") as fh:
+        fh.write("# scan2qa synthetic scan, +Z up, metres\n")
+        np.savetxt(fh, vertices, fmt="v %.6f %.6f %.6f")
+        np.savetxt(fh, triangles + 1, fmt="f %d %d %d")
+
+
+def write_3rscan(scene: SynthScene, out_dir, scan_id: str | None = None, progress=None) -> Path:
+    """Write one scan under ``out_dir/<scan uuid>/`` (and the label map at ``out_dir``); returns the scan folder."""
+    root = Path(out_dir)
+    scan_id = scan_id or rscan_scan_id(scene)
+    folder = root / scan_id
+    seq = folder / "sequence"
+    seq.mkdir(parents=True, exist_ok=True)
+    write_label_map(root / LABEL_MAP_NAME)
+    mesh = scene.mesh
+    owner = np.zeros(len(mesh.vertices), dtype=np.uint16)
+    nyu = np.zeros(len(mesh.vertices), dtype=np.uint16)
+    nyu_of = nyu40_ids()
+    for obj in scene.objects:
+        start, stop = scene.object_vertex_ranges[obj.object_id]
+        owner[start:stop] = obj.object_id + 1
+        nyu[start:stop] = nyu_of[obj.label]
+    write_ply(
+        folder / "labels.instances.annotated.v2.ply",
+        mesh.vertices,
+        mesh.triangles,
+        mesh.colors,
+        vertex_properties={"objectId": owner, "globalId": owner, "NYU40": nyu},
+    )
+    _write_obj(folder / "mesh.refined.v2.obj", mesh.vertices, mesh.triangles)
+    (folder / "semseg.v2.json").write_text(json.dumps(_semseg(scene, scan_id), indent=1) + "\n")
+    segs = {"sceneId": scan_id, "segIndices": [int(s) for s in scene.segments]}
+    (folder / "mesh.refined.0.010000.segs.v2.json").write_text(json.dumps(segs) + "\n")
+    n = len(scene.poses)
+    k_stored = stored_intrinsics(scene.intrinsics, scene.width)
+    (seq / "_info.txt").write_text(_info_txt(k_stored, scene.height, scene.width, n))
+    renderer = FrameRenderer(scene)
+    for i in range(n):
+        frame = renderer.render(i)
+        color = cv2.rotate(frame.color_bgr, cv2.ROTATE_90_COUNTERCLOCKWISE)
+        ok, jpg = cv2.imencode(".jpg", color, [cv2.IMWRITE_JPEG_QUALITY, JPEG_QUALITY])
+        if not ok:
+            raise RuntimeError("JPEG encoding failed")
+        (seq / f"frame-{i:06d}.color.jpg").write_bytes(jpg.tobytes())
+        cv2.imwrite(str(seq / f"frame-{i:06d}.depth.pgm"), cv2.rotate(frame.depth_mm, cv2.ROTATE_90_COUNTERCLOCKWISE))
+        pose = scene.poses[i] @ STORED_CAMERA
+        (seq / f"frame-{i:06d}.pose.txt").write_text("".join(_full(row) + "\n" for row in pose))
+        if progress is not None:
+            progress(i + 1, n)
+    (folder / TRUTH_NAME).write_text(json.dumps(truth_dict(scene), indent=1) + "\n")
+    return folder

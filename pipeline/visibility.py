@@ -167,10 +167,12 @@ def compute_visibility(
     scale = config.visibility.resolution_scale if resolution_scale is None else resolution_scale
     if not 0 < scale <= 1:
         raise ValueError(f"resolution_scale must be in (0, 1], got {scale}")
+    seq = all_frame_table(frames.filter(pl.col("key") == key))
+    if seq.height == 0:
+        return schemas.empty("visibility")  # nothing to cast: an annotation-only scan needs no mesh here
     if raycaster is None:
         raycaster = scan_raycaster(key, mesh)
     lookup = TriangleObjects(None if mesh is None else mesh.triangle_object_ids, raycaster.triangle_count)
-    seq = all_frame_table(frames.filter(pl.col("key") == key)) if "key" in frames.columns else all_frame_table(frames)
     cameras: dict[tuple, CameraRays] = {}
     parts: list[tuple[int, FrameObjects, CameraRays]] = []
     codes_lut = lookup.codes
@@ -393,3 +395,16 @@ def _budget_decisions(
         "visible",
         "rule",
     )
+
+
+OVERRIDES_TABLE = "visibility_overrides"
+
+
+def read_visibility_overrides(tables_root: str, storage_options: dict | None = None) -> pl.DataFrame:
+    """Reviewer overrides from ``<tables_root>/visibility_overrides.parquet``; none when the file is absent."""
+    from pipeline.storage import read_table, upath
+
+    path = upath(f"{tables_root.rstrip('/')}/{OVERRIDES_TABLE}.parquet", storage_options)
+    if not path.exists():
+        return schemas.empty(OVERRIDES_TABLE)
+    return read_table(path, OVERRIDES_TABLE)

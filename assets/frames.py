@@ -1,0 +1,68 @@
+"""Frame budgets and videos per scan: ``frame_samples`` and the budget/all-frame mp4 files.
+
+``frame_samples`` is a table (nested 16/32/64 budgets over the all-frame
+sequence the scene step marked in ``frames.in_all_frame``); ``scan_videos``
+writes ``videos/{16,32,64,all}_frame/<scene_id>.mp4`` under the output root
+and records paths and frame counts as metadata (videos are files, not a table).
+"""
+
+import dagster as dg
+import polars as pl
+
+from assets.partitions import scan_partitions
+from assets.scene import load_partition_scan
+from resources.storage import StorageResource
+
+
+@dg.asset(
+    partitions_def=scan_partitions,
+    group_name="frames",
+    ins={"frames": dg.AssetIn("frames")},
+    description="source frames of the 16/32/64-frame budgets (nested, SPEC §2) and of the all-frame sequence",
+)
+def frame_samples(context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame) -> pl.DataFrame:
+    from pipeline.frames import sample_frames
+
+    table = sample_frames(frames.filter(pl.col("key") == context.partition_key), storage.config())
+    context.add_output_metadata({"rows": table.height})
+    return table
+
+
+@dg.asset(
+    partitions_def=scan_partitions,
+    group_name="frames",
+    ins={"frames": dg.AssetIn("frames"), "frame_samples": dg.AssetIn("frame_samples")},
+    description="one mp4 per budget (1 frame per sample) and the all-frame mp4, under <output_root>/videos/",
+)
+def scan_videos(
+    context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame, frame_samples: pl.DataFrame
+) -> dg.MaterializeResult:
+    from pipeline.frames import all_frame_fps
+    from pipeline.video import write_scan_videos
+
+    config = storage.config()
+    key = context.partition_key
+    scan_frames = frames.filter(pl.col("key") == key)
+    if not scan_frames["in_all_frame"].fill_null(False).any():
+        return dg.MaterializeResult(metadata={"videos": 0, "reason": "scan has no frames"})
+    parsed = load_partition_scan(key, storage)
+    result = write_scan_videos(
+        key,
+        parsed.scene_id,
+        frame_samples,
+        scan_frames,
+        parsed.load_image,
+        config.output_root,
+        fps=all_frame_fps(parsed.dataset, config.frames),
+        frames_config=config.frames,
+        image_rotation=parsed.image_rotation,
+        storage_options=config.storage_options,
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "videos": len(result["videos"]),
+            "paths": dg.MetadataValue.json(result["videos"]),
+            "frames": dg.MetadataValue.json(result["frames"]),
+            "skipped_invalid_pose": result["skipped_invalid_pose"],
+        }
+    )

@@ -1,0 +1,100 @@
+"""Per-scan visibility: ray-cast ``visibility``, the budgeted ``object_visibility`` and the ``dummy_videos``.
+
+``visibility`` needs the mesh and ``dummy_videos`` the images, so both parse
+the scan again (``load_partition_scan``); ``object_visibility`` is a pure
+table step. Reviewer overrides are read from the dataset-wide
+``tables/visibility_overrides.parquet`` when it exists.
+"""
+
+import dagster as dg
+import polars as pl
+
+from assets.partitions import scan_partitions
+from assets.scene import load_partition_scan
+from resources.storage import StorageResource
+
+
+@dg.asset(
+    partitions_def=scan_partitions,
+    group_name="visibility",
+    ins={"frames": dg.AssetIn("frames")},
+    description="visible pixels, frame fraction and box of every object in every all-frame frame (ray cast)",
+)
+def visibility(context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame) -> pl.DataFrame:
+    from pipeline import schemas
+    from pipeline.visibility import compute_visibility
+
+    key = context.partition_key
+    scan_frames = frames.filter(pl.col("key") == key)
+    if not scan_frames["in_all_frame"].fill_null(False).any():
+        context.add_output_metadata({"rows": 0, "frames_cast": 0})
+        return schemas.empty("visibility")
+    parsed = load_partition_scan(key, storage)
+    table = compute_visibility(key, scan_frames, parsed.mesh, storage.config(), image_rotation=parsed.image_rotation)
+    context.add_output_metadata({"rows": table.height, "frames_cast": int(scan_frames["in_all_frame"].sum())})
+    return table
+
+
+@dg.asset(
+    partitions_def=scan_partitions,
+    group_name="visibility",
+    ins={name: dg.AssetIn(name) for name in ("visibility", "frame_samples", "objects")},
+    description="per budget and object: best frame, coverage and the SPEC §3 visible decision (with overrides)",
+)
+def object_visibility(
+    context: dg.AssetExecutionContext,
+    storage: StorageResource,
+    visibility: pl.DataFrame,
+    frame_samples: pl.DataFrame,
+    objects: pl.DataFrame,
+) -> pl.DataFrame:
+    from pipeline.visibility import object_visibility as decide
+    from pipeline.visibility import read_visibility_overrides
+
+    config = storage.config()
+    overrides = read_visibility_overrides(config.tables_root, config.storage_options)
+    table = decide(context.partition_key, visibility, frame_samples, objects, overrides, config)
+    context.add_output_metadata(
+        {"rows": table.height, "visible": int(table["visible"].sum()), "overrides": overrides.height}
+    )
+    return table
+
+
+@dg.asset(
+    partitions_def=scan_partitions,
+    group_name="visibility",
+    ins={name: dg.AssetIn(name) for name in ("objects", "object_visibility", "visibility", "frames")},
+    description="16-frame query_drop / first_frame / black videos for the object sets the dummy questions query",
+)
+def dummy_videos(
+    context: dg.AssetExecutionContext,
+    storage: StorageResource,
+    objects: pl.DataFrame,
+    object_visibility: pl.DataFrame,
+    visibility: pl.DataFrame,
+    frames: pl.DataFrame,
+) -> pl.DataFrame:
+    from pipeline import schemas
+    from pipeline.dummy_videos import make_dummy_videos
+    from pipeline.qa.dummy import dummy_object_sets
+
+    config = storage.config()
+    key = context.partition_key
+    sets = dummy_object_sets(objects, object_visibility, key)
+    if not sets:
+        context.add_output_metadata({"rows": 0})
+        return schemas.empty("dummy_videos")
+    parsed = load_partition_scan(key, storage)
+    table = make_dummy_videos(
+        key,
+        sets,
+        visibility,
+        frames.filter(pl.col("key") == key),
+        parsed.load_image,
+        config.output_root,
+        frames_config=config.frames,
+        image_rotation=parsed.image_rotation,
+        storage_options=config.storage_options,
+    )
+    context.add_output_metadata({"rows": table.height, "object_sets": len(sets)})
+    return table

@@ -1,0 +1,89 @@
+"""Frame, video and visibility assets on small ScanNet-layout scans: tables, videos and per-scan failures."""
+
+from __future__ import annotations
+
+import dagster as dg
+import numpy as np
+import pytest
+
+from assets import frames as frame_assets
+from assets import scene as scene_assets
+from assets import visibility as visibility_assets
+from assets.build import materialize_quietly
+from pipeline import schemas
+from pipeline.config import load_config
+from pipeline.storage import read_table, upath
+from pipeline.video import video_info
+from resources.defaults import default_resources
+from resources.storage import StorageResource
+from tests.scannet_factory import make_box_room
+
+ASSETS = [scene_assets.scene, frame_assets.frame_samples, frame_assets.scan_videos, visibility_assets.visibility,
+          visibility_assets.object_visibility]
+
+
+def look_down_poses(folder, n):
+    """Rewrite the factory's poses so the cameras look down at the table from 1.5 m."""
+    for i in range(n):
+        pose = np.eye(4)
+        pose[:3, :3] = np.diag([1.0, -1.0, -1.0])  # OpenCV camera looking along -z
+        pose[:3, 3] = [1.2 + 0.05 * i, 1.3, 1.5]
+        if (folder / "pose" / f"{i}.txt").exists():
+            np.savetxt(folder / "pose" / f"{i}.txt", pose, fmt="%f")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("vis_assets")
+    root = tmp / "scans"
+    good = make_box_room(root, "scene0990_00", frames="stream", n_frames=12, nan_frames=(4,))
+    look_down_poses(good, 12)
+    (good / "pose" / "4.txt").write_text(" ".join(["nan"] * 16))
+    no_image = make_box_room(root, "scene0991_00", frames="stream", n_frames=12)
+    (no_image / "color" / "6.jpg").unlink()
+    corrupt = make_box_room(root, "scene0992_00", frames="stream", n_frames=12)
+    (corrupt / "color" / "3.jpg").write_bytes(b"not a jpeg")
+    config = load_config(None, scans_root=str(root), output_root=str(tmp / "out"))
+    storage = StorageResource.from_config(config)
+    instance = dg.DagsterInstance.ephemeral()
+    keys = ["scannet/scene0990_00", "scannet/scene0991_00", "scannet/scene0992_00"]
+    instance.add_dynamic_partitions("scans", keys)
+    outcome = {
+        key: materialize_quietly(ASSETS, None, default_resources(storage), instance, partition_key=key) for key in keys
+    }
+    return tmp, config, outcome
+
+
+def test_good_scan_gets_tables_and_videos(built):
+    tmp, config, outcome = built
+    assert outcome["scannet/scene0990_00"] == (True, "")
+    tables = upath(config.tables_root)
+    vis = read_table(tables / "visibility" / "scannet" / "scene0990_00.parquet", "visibility")
+    frames = read_table(tables / "frames" / "scannet" / "scene0990_00.parquet", "frames")
+    samples = read_table(tables / "frame_samples" / "scannet" / "scene0990_00.parquet", "frame_samples")
+    decisions = read_table(tables / "object_visibility" / "scannet" / "scene0990_00.parquet", "object_visibility")
+    assert 4 not in vis["frame_index"].to_list()  # the NaN-pose frame is never cast
+    assert vis.height > 0
+    assert set(samples["budget"].to_list()) == set(schemas.BUDGETS)
+    assert decisions.filter(decisions["budget"] == "all")["visible"].any()
+    n_all = int(frames["in_all_frame"].sum())
+    for budget, expected in (("16", 16), ("64", 64), ("all", n_all)):
+        folder = "all_frame" if budget == "all" else f"{budget}_frame"
+        info = video_info(tmp / "out" / "videos" / folder / "scene0990_00.mp4")
+        assert info["frames"] == expected and (info["width"], info["height"]) == (640, 480)
+
+
+def test_missing_image_fails_only_its_scan(built):
+    _, _, outcome = built
+    ok, message = outcome["scannet/scene0991_00"]
+    assert not ok
+    assert message.startswith("scannet/scene0991_00:") and "6" in message
+    assert outcome["scannet/scene0990_00"][0]
+
+
+def test_unreadable_image_fails_only_its_scan_when_videos_are_written(built):
+    tmp, _, outcome = built
+    ok, message = outcome["scannet/scene0992_00"]
+    assert not ok
+    assert message.startswith("scannet/scene0992_00: ") and "3" in message
+    assert not (tmp / "out" / "videos" / "all_frame" / "scene0992_00.mp4").exists()

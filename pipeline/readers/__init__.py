@@ -21,6 +21,7 @@ from pathlib import Path
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.readers import scannet
+from pipeline.readers import arkitscenes, scannetpp
 from pipeline.readers.labels import LABEL_MAP_FILENAMES
 from pipeline.scene import ParsedScan
 from pipeline.storage import is_local, upath
@@ -37,7 +38,19 @@ def _detect_scannet(folder) -> str | None:
     return scannet.dataset_of(folder) if scannet.is_scannet_scene(folder) else None
 
 
-READERS: tuple[DatasetReader, ...] = (DatasetReader("scannet", _detect_scannet, scannet.read_scannet),)
+def _detect_scannetpp(folder) -> str | None:
+    return scannetpp.DATASET if scannetpp.is_scannetpp_scene(folder) else None
+
+
+def _detect_arkitscenes(folder) -> str | None:
+    return arkitscenes.DATASET if arkitscenes.is_arkitscenes_scene(folder) else None
+
+
+READERS: tuple[DatasetReader, ...] = (
+    DatasetReader("scannet", _detect_scannet, scannet.read_scannet),
+    DatasetReader("scannetpp", _detect_scannetpp, scannetpp.read_scannetpp),
+    DatasetReader("arkitscenes", _detect_arkitscenes, arkitscenes.read_arkitscenes),
+)
 
 
 def _reader_for(folder) -> tuple[DatasetReader, str] | None:

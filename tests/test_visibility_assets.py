@@ -19,7 +19,7 @@ from resources.storage import StorageResource
 from tests.scannet_factory import make_box_room
 
 ASSETS = [scene_assets.scene, frame_assets.frame_samples, frame_assets.scan_videos, visibility_assets.visibility,
-          visibility_assets.object_visibility]
+          visibility_assets.object_visibility, visibility_assets.dummy_videos]
 
 
 def look_down_poses(folder, n):
@@ -87,3 +87,12 @@ def test_unreadable_image_fails_only_its_scan_when_videos_are_written(built):
     assert not ok
     assert message.startswith("scannet/scene0992_00: ") and "3" in message
     assert not (tmp / "out" / "videos" / "all_frame" / "scene0992_00.mp4").exists()
+
+
+def test_dummy_videos_cover_the_visible_objects(built):
+    tmp, config, _ = built
+    table = read_table(upath(config.tables_root) / "dummy_videos" / "scannet" / "scene0990_00.parquet", "dummy_videos")
+    assert table.height > 0 and "black" in table["kind"].to_list()
+    for row in table.iter_rows(named=True):
+        info = video_info(tmp / "out" / row["path"])
+        assert info["frames"] == 16 == len(row["frame_indices"])

@@ -6,10 +6,18 @@ import argparse
 import time
 from pathlib import Path
 
+from pipeline.synth.arkitscenes_writer import write_arkitscenes
 from pipeline.synth.scannet_writer import write_scannet
+from pipeline.synth.scannetpp_writer import write_scannetpp
 from pipeline.synth.scene import generate_scene
 
-FORMATS = ("scannet",)
+# format -> writer(scene, out, args) -> scene folder
+WRITERS = {
+    "scannet": lambda scene, out, args: write_scannet(scene, out, sens=args.sens),
+    "scannetpp": lambda scene, out, args: write_scannetpp(scene, out),
+    "arkitscenes": lambda scene, out, args: write_arkitscenes(scene, out, sky_direction=args.sky_direction),
+}
+FORMATS = tuple(WRITERS)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="same seed gives byte-identical files")
     parser.add_argument("--sens", action="store_true", help="also write <scene>.sens (ScanNet's raw sensor stream)")
     parser.add_argument("--format", choices=FORMATS, default="scannet", help="native layout to write")
+    parser.add_argument(
+        "--sky-direction", choices=("Up", "Down", "Left", "Right"), default="Up", help="arkitscenes: where the sky is in the stored frames"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             f"({furniture} furniture, {small} small), {len(scene.mesh.triangles)} triangles; rendering {args.frames} frames",
             flush=True,
         )
-        folder = write_scannet(scene, out, sens=args.sens)
+        folder = WRITERS[args.format](scene, out, args)
         print(f"[{index + 1}/{args.scenes}] {scene.scene_id} -> {folder} ({time.perf_counter() - start:.1f} s)", flush=True)
-    print(f"wrote {args.scenes} scan(s) and {out / 'scannetv2-labels.combined.tsv'}")
+    print(f"wrote {args.scenes} scan(s) in the {args.format} layout under {out}")
     return 0

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pipeline.config import Config
 from pipeline.errors import ScanError
-from pipeline.readers import scannet
+from pipeline.readers import multiscan, rscan, scannet
 from pipeline.readers import arkitscenes, scannetpp
 from pipeline.readers.labels import LABEL_MAP_FILENAMES
 from pipeline.scene import ParsedScan
@@ -46,10 +46,20 @@ def _detect_arkitscenes(folder) -> str | None:
     return arkitscenes.DATASET if arkitscenes.is_arkitscenes_scene(folder) else None
 
 
+def _detect_rscan(folder) -> str | None:
+    return rscan.DATASET if rscan.is_rscan_scan(folder) else None
+
+
+def _detect_multiscan(folder) -> str | None:
+    return multiscan.DATASET if multiscan.is_multiscan_scan(folder) else None
+
+
 READERS: tuple[DatasetReader, ...] = (
     DatasetReader("scannet", _detect_scannet, scannet.read_scannet),
     DatasetReader("scannetpp", _detect_scannetpp, scannetpp.read_scannetpp),
     DatasetReader("arkitscenes", _detect_arkitscenes, arkitscenes.read_arkitscenes),
+    DatasetReader("3rscan", _detect_rscan, rscan.read_rscan),
+    DatasetReader("multiscan", _detect_multiscan, multiscan.read_multiscan),
 )
 
 

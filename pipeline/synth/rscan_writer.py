@@ -25,10 +25,11 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import polars as pl
 
-from pipeline.formats.ply import write_ply
 from pipeline.geometry.obb import normalized_axes_of
 from pipeline.synth.label_map import nyu40_ids, write_label_map
+from pipeline.synth.multiscan_writer import write_binary_ply
 from pipeline.synth.render import JPEG_QUALITY, FrameRenderer
 from pipeline.synth.scannet_writer import LABEL_MAP_NAME, truth_dict
 from pipeline.synth.scene import SynthScene
@@ -97,10 +98,12 @@ def _semseg(scene: SynthScene, scan_id: str) -> dict:
 
 
 def _write_obj(path: Path, vertices: np.ndarray, triangles: np.ndarray) -> None:
-    with open(path, "w") as fh:
-        fh.write("# scan2qa synthetic scan, +Z up, metres\n")
-        np.savetxt(fh, vertices, fmt="v %.6f %.6f %.6f")
-        np.savetxt(fh, triangles + 1, fmt="f %d %d %d")
+    v = pl.DataFrame({"k": "v", "x": vertices[:, 0], "y": vertices[:, 1], "z": vertices[:, 2]})
+    f = pl.DataFrame({"k": "f", "a": triangles[:, 0] + 1, "b": triangles[:, 1] + 1, "c": triangles[:, 2] + 1})
+    with open(path, "wb") as fh:
+        fh.write(b"# scan2qa synthetic scan, +Z up, metres\n")
+        v.write_csv(fh, separator=" ", include_header=False, float_precision=6, quote_style="never")
+        f.write_csv(fh, separator=" ", include_header=False, quote_style="never")
 
 
 def write_3rscan(scene: SynthScene, out_dir, scan_id: str | None = None, progress=None) -> Path:
@@ -119,7 +122,7 @@ def write_3rscan(scene: SynthScene, out_dir, scan_id: str | None = None, progres
         start, stop = scene.object_vertex_ranges[obj.object_id]
         owner[start:stop] = obj.object_id + 1
         nyu[start:stop] = nyu_of[obj.label]
-    write_ply(
+    write_binary_ply(
         folder / "labels.instances.annotated.v2.ply",
         mesh.vertices,
         mesh.triangles,

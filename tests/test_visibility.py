@@ -242,3 +242,32 @@ def test_overrides_win_over_computed_values():
     assert get[("16", 2)]["visible"] and get[("16", 2)]["first_frame"] == in16[9]
     assert get[("16", 3)]["visible"] and get[("16", 3)]["first_frame"] == in16[0]
     assert not get[("16", 4)]["visible"] and get[("16", 4)]["rule"] == "fraction"
+
+
+def test_source_resolution_intrinsics_are_rescaled_to_the_output_size():
+    target = box((3.9, -0.5, 0.7), (4.9, 0.5, 1.7))
+    mesh = assemble([(target, 7)])
+    pose = look_at((0, 0, 1.2), (3.9, 0, 1.2))
+    K_source = np.array([[1000.0, 0, 640], [0, 1000, 480], [0, 0, 1]])  # the same camera at 1280x960
+    full = compute_visibility(KEY, frames_table([pose]), mesh)
+    source = compute_visibility(KEY, frames_table([pose], K=K_source, width=1280, height=960), mesh)
+    assert source.select("visible_pixels", "bbox").equals(full.select("visible_pixels", "bbox"))
+
+
+@pytest.mark.parametrize("degrees", [90, 180, 270])
+def test_boxes_follow_the_sky_up_rotation_of_the_video(degrees):
+    parts = [(box((3, -1.5, 0.2), (3.5, -0.4, 0.9)), 1), (box((4, 0.3, 1.0), (4.3, 1.2, 2.2)), 2)]
+    mesh = assemble(parts)
+    pose = look_at((0, 0, 1.2), (4, 0, 1.2))
+    frames = frames_table([pose])
+    plain = compute_visibility(KEY, frames, mesh)
+    turned = compute_visibility(KEY, frames, mesh, image_rotation=degrees)
+    rc = MeshRaycaster(mesh.vertices, mesh.triangles)
+    ids = TriangleObjects(mesh.triangle_object_ids, len(mesh.triangles)).object_image(
+        rc.render(K640, pose, 640, 480).triangle_ids
+    )
+    rotated = np.rot90(ids, k=-degrees // 90)  # clockwise, as the video frames
+    for r in turned.iter_rows(named=True):
+        ys, xs = np.nonzero(rotated == r["object_id"])
+        assert r["bbox"] == [xs.min(), ys.min(), xs.max(), ys.max()]
+    assert turned["visible_pixels"].to_list() == plain["visible_pixels"].to_list()

@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 
 from pipeline.synth.arkitscenes_writer import write_arkitscenes
+from pipeline.synth.multiscan_writer import write_multiscan
+from pipeline.synth.rscan_writer import write_3rscan
 from pipeline.synth.scannet_writer import write_scannet
 from pipeline.synth.scannetpp_writer import write_scannetpp
 from pipeline.synth.scene import generate_scene
@@ -16,6 +18,8 @@ WRITERS = {
     "scannet": lambda scene, out, args: write_scannet(scene, out, sens=args.sens),
     "scannetpp": lambda scene, out, args: write_scannetpp(scene, out),
     "arkitscenes": lambda scene, out, args: write_arkitscenes(scene, out, sky_direction=args.sky_direction),
+    "3rscan": lambda scene, out, args: write_3rscan(scene, out),
+    "multiscan": lambda scene, out, args: write_multiscan(scene, out),
 }
 FORMATS = tuple(WRITERS)
 

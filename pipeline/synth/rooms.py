@@ -74,6 +74,8 @@ def _plan(rng: np.random.Generator) -> tuple[list[RoomPlan], Polygon, tuple | No
         wb, db = _uniform(rng, 2.2, 3.0), _uniform(rng, 2.4, 3.2)
     else:
         wb, db = _uniform(rng, 3.5, 5.5), _uniform(rng, 3.4, 5.0)
+    if abs(da - db) < 0.3:
+        db = da  # no sliver of wall where the two rooms' depths almost agree
     shared = min(da, db)
     door_w = 0.9
     y0 = _uniform(rng, 0.3, shared - door_w - 0.3)
@@ -101,6 +103,8 @@ def _outline_walls(outline: Polygon, height: float) -> list[tuple[Box, tuple[np.
         e2 = nxt - q
         reflex = (u[0] * e2[1] - u[1] * e2[0]) < -1e-12  # right turn on a CCW ring
         end = length - (WALL_THICKNESS if reflex else 0.0)
+        if end <= 1e-6:
+            continue  # the next wall, starting at the reflex corner, already covers this stub
         yaw = math.atan2(u[1], u[0])
         outward = np.array([u[1], -u[0]])
         mid = p + u * (end / 2.0) + outward * (WALL_THICKNESS / 2.0)
@@ -163,18 +167,26 @@ def build_shell(rng: np.random.Generator) -> Shell:
     # One exterior door and one to three windows on distinct, long-enough walls.
     order = rng.permutation(len(walls))
     long_walls = [int(i) for i in order if walls[int(i)][0].extent[0] >= 1.6]
-    for k, wi in enumerate(long_walls[: 1 + int(rng.integers(1, 4))]):
+    leaves = 0
+    for wi in long_walls[: 1 + int(rng.integers(1, 4))]:
         wall, (p, q) = walls[wi]
         length = wall.extent[0]
-        if k == 0:
-            width = _uniform(rng, 0.8, 0.92)
-            along = _uniform(rng, width / 2 + 0.15, length - width / 2 - 0.15)
-            leaf, keep = _leaf(p, q, along, width, 0.0, _uniform(rng, 2.0, 2.1))
-            objects.append(StructureObject("door", [leaf], room_of((p + q) / 2.0), leaf.yaw))
-            keep_out.append(keep)
-        else:
-            width = _uniform(rng, 0.8, min(1.6, length - 0.5))
-            along = _uniform(rng, width / 2 + 0.2, length - width / 2 - 0.2)
-            leaf, _ = _leaf(p, q, along, width, _uniform(rng, 0.8, 1.0), _uniform(rng, 2.0, min(2.25, height - 0.15)))
-            objects.append(StructureObject("window", [leaf], room_of((p + q) / 2.0), leaf.yaw))
+        is_door = leaves == 0
+        for _ in range(10):  # an outline edge can run past the partition: keep each leaf inside one room
+            if is_door:
+                width = _uniform(rng, 0.8, 0.92)
+                along = _uniform(rng, width / 2 + 0.15, length - width / 2 - 0.15)
+                leaf, keep = _leaf(p, q, along, width, 0.0, _uniform(rng, 2.0, 2.1))
+            else:
+                width = _uniform(rng, 0.8, min(1.6, length - 0.5))
+                along = _uniform(rng, width / 2 + 0.2, length - width / 2 - 0.2)
+                leaf, keep = _leaf(p, q, along, width, _uniform(rng, 0.8, 1.0), _uniform(rng, 2.0, min(2.25, height - 0.15)))
+            home = next((r for r in rooms if r.polygon.buffer(1e-6).contains(leaf.footprint())), None)
+            if home is None:
+                continue
+            objects.append(StructureObject("door" if is_door else "window", [leaf], home.name, leaf.yaw))
+            if is_door:
+                keep_out.append(keep)
+            leaves += 1
+            break
     return Shell(rooms, scene_poly, height, objects, keep_out, scene_kind)

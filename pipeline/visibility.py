@@ -28,7 +28,7 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.config import Config
-from pipeline.errors import ScanError
+from pipeline.errors import ConfigError, ScanError
 from pipeline.frames import ALL, all_frame_table, output_size, scale_intrinsics
 from pipeline.geometry.raycast import CameraRays, MeshRaycaster
 from pipeline.scene import Mesh
@@ -166,7 +166,7 @@ def compute_visibility(
     config = config or Config()
     scale = config.visibility.resolution_scale if resolution_scale is None else resolution_scale
     if not 0 < scale <= 1:
-        raise ValueError(f"resolution_scale must be in (0, 1], got {scale}")
+        raise ConfigError(f"visibility.resolution_scale must be in (0, 1], got {scale}")
     seq = all_frame_table(frames.filter(pl.col("key") == key))
     if seq.height == 0:
         return schemas.empty("visibility")  # nothing to cast: an annotation-only scan needs no mesh here

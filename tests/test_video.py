@@ -124,3 +124,47 @@ def test_missing_or_unreadable_image_is_a_scan_error_and_leaves_no_video(tmp_pat
     with pytest.raises(ScanError, match="frame 0"):
         write_scan_videos(KEY, "m", samples, frames, lambda i: None, str(tmp_path), fps=10.0)
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+@pytest.fixture
+def s3_options():
+    """A moto S3 server on loopback with one fresh bucket; yields (bucket, storage options)."""
+    import logging
+    import uuid
+
+    from moto.server import ThreadedMotoServer
+
+    from pipeline.storage import upath
+
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
+            env.delenv(name, raising=False)
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        options = {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": f"http://{host}:{port}"}}
+        bucket = f"scan2qa-{uuid.uuid4().hex[:12]}"
+        upath(f"s3://{bucket}", options).fs.mkdir(bucket)
+        yield bucket, options
+        server.stop()
+
+
+def test_videos_upload_to_s3_outputs(tmp_path, s3_options):
+    from pipeline.storage import upath
+
+    bucket, options = s3_options
+    frames = frames_table(30)
+    samples = sample_frames(frames)
+    small = FramesConfig(width=160, height=120)
+    result = write_scan_videos(
+        KEY, "s3scan", samples, frames, numbered_image, f"s3://{bucket}/out", fps=10.0, frames_config=small,
+        storage_options=options,
+    )
+    remote = upath(f"s3://{bucket}/out/{result['videos']['16']}", options)
+    local = tmp_path / "16.mp4"
+    local.write_bytes(remote.read_bytes())
+    assert video_info(local)["frames"] == 16

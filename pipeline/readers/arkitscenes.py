@@ -53,6 +53,7 @@ from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
 DATASET = "arkitscenes"
 METADATA_NAME = "metadata.csv"
 SKY_ROTATION = {"Up": 0, "Left": 90, "Down": 180, "Right": 270}  # degrees clockwise that bring the sky up
+UNKNOWN_SKY = ("NA", "")
 BOX_TOLERANCE = 1e-3  # metres: a centroid on a box face (the object's own outer faces) is inside
 POSE_MATCH_SECONDS = 0.005  # the toolkit's tolerance between a frame's and a pose's timestamp
 
@@ -102,7 +103,7 @@ def rotated_camera(
 
 
 def read_sky_directions(path: Path, key: str = "?") -> dict[str, str]:
-    """video_id -> sky direction from an ARKitScenes ``metadata.csv``."""
+    """video_id -> ``sky_direction`` as written (``Up``/``Down``/``Left``/``Right``, or ``NA``) of a ``metadata.csv``."""
     try:
         with open(path, newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
@@ -110,13 +111,16 @@ def read_sky_directions(path: Path, key: str = "?") -> dict[str, str]:
         raise ScanError(key, path.name, f"unreadable CSV ({type(exc).__name__})") from None
     if rows and not {"video_id", "sky_direction"} <= set(rows[0]):
         raise ScanError(key, path.name, "no video_id/sky_direction columns")
-    out = {}
-    for number, row in enumerate(rows, start=2):
-        direction = (row.get("sky_direction") or "").strip()
-        if direction not in SKY_ROTATION:
-            raise ScanError(key, path.name, f"line {number}: sky_direction {direction!r} is not Up/Down/Left/Right")
-        out[str(row["video_id"]).strip()] = direction
-    return out
+    return {str(row["video_id"]).strip(): (row.get("sky_direction") or "").strip() for row in rows}
+
+
+def sky_rotation(direction: str, key: str, filename: str) -> tuple[int, list[str]]:
+    """Clockwise degrees to sky-up for one scan's ``sky_direction``; ``NA``/empty (4 rows of the real file) is Up."""
+    if direction in SKY_ROTATION:
+        return SKY_ROTATION[direction], []
+    if direction in UNKNOWN_SKY:
+        return 0, [f"{filename}: sky_direction is {direction!r} for this scan: taken as Up"]
+    raise ScanError(key, filename, f"sky_direction {direction!r} is not Up/Down/Left/Right/NA")
 
 
 def find_metadata(folder: Path) -> Path | None:
@@ -319,7 +323,8 @@ def read_arkitscenes(folder: Path, config: Config, *, source_uri: str | None = N
         files.append(metadata)
         directions = read_sky_directions(metadata, key)
         if scene_id in directions:
-            rotation = SKY_ROTATION[directions[scene_id]]
+            rotation, sky_warnings = sky_rotation(directions[scene_id], key, metadata.name)
+            warnings += sky_warnings
         else:
             warnings.append(f"{METADATA_NAME} has no row for {scene_id}: sky direction taken as Up")
 

@@ -70,10 +70,16 @@ def test_revsi_demo_boxes_generate(fixtures_dir, profile):
     assert any(qt.startswith("object_counting") for qt in checked)
 
 
-@pytest.mark.parametrize("profile", ["revsi", "vsibench"])
-def test_vsibench_meta_scannetpp_generates_within_thresholds(fixtures_dir, profile):
+@pytest.fixture(scope="module")
+def scannetpp_qa(fixtures_dir):
     path = fixtures_dir / "vsibench" / "scannetpp_meta_info_val.json"
-    qa = generate_from_annotations(path, profile, seed=0)
+    return path, {p: generate_from_annotations(path, p, seed=0) for p in ("revsi", "vsibench")}
+
+
+@pytest.mark.parametrize("profile", ["revsi", "vsibench"])
+def test_vsibench_meta_scannetpp_generates_within_thresholds(scannetpp_qa, profile):
+    path, generated = scannetpp_qa
+    qa = generated[profile]
     checked = check_thresholds(qa, read_all(path), profile)
     expected = set(load_profile(profile).tasks) - {"obj_appearance_order", "room_size_estimation_single"}
     assert expected <= set(checked), sorted(expected - set(checked))
@@ -101,3 +107,31 @@ def test_all_288_vsibench_scenes(fixtures_dir, profile):
     assert len(scenes) == 288
     qa = generate_from_annotations(path, profile, seed=0)
     check_thresholds(qa, scenes, profile)
+
+
+def _bias(qa: pl.DataFrame) -> tuple[dict, list[float]]:
+    from pipeline.qa.stats import compute_stats
+
+    stats = compute_stats(qa)
+    tasks = {t["task"]: t["frequency_baseline"] for t in stats["tasks"]}
+    deviations = [e["max_letter_deviation_points"] for e in stats["types"] if e["kind"] == "mcq"]
+    return tasks, deviations
+
+
+def _assert_bias_control(revsi_qa: pl.DataFrame, vsibench_qa: pl.DataFrame):
+    revsi, revsi_dev = _bias(revsi_qa)
+    vsi, vsi_dev = _bias(vsibench_qa)
+    assert revsi["object_counting"] < vsi["object_counting"]
+    assert revsi["object_rel_direction"] < vsi["object_rel_direction"]
+    assert max(revsi_dev + vsi_dev) <= 5.0
+
+
+def test_bias_control_on_scannetpp_meta(scannetpp_qa):
+    _, generated = scannetpp_qa
+    _assert_bias_control(generated["revsi"], generated["vsibench"])
+
+
+@pytest.mark.slow
+def test_bias_control_on_all_288_scenes(fixtures_dir):
+    path = fixtures_dir / "vsibench"
+    _assert_bias_control(generate_from_annotations(path, "revsi", 0), generate_from_annotations(path, "vsibench", 0))

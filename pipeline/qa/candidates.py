@@ -16,7 +16,6 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.qa import appearance, counting, direction, distances, route, sizes
-from pipeline.qa.balance import arrange_options
 from pipeline.qa.context import BudgetContext
 from pipeline.qa.dummy import dummy_questions
 from pipeline.qa.ground_truth import Question
@@ -54,8 +53,11 @@ def _row(ctx: BudgetContext, profile: Profile, q: Question, seed: int) -> dict:
     geometry = dict(q.geometry)
     if q.options is not None:
         geometry["correct"] = q.answer_text
+        # Provisional letter (the dataset-wide step rebalances): cheap, seeded by the id, distractors in generator order.
         target = stable_int(seed, "letter", qid) % len(q.options)
-        options = format_options(arrange_options(q.options, q.answer_text, target, seed, qid), profile.letters)
+        texts = [t for t in q.options if t != q.answer_text]
+        texts.insert(target, q.answer_text)
+        options = format_options(texts, profile.letters)
         ground_truth = profile.letters[target]
     else:
         options, ground_truth = [], q.answer_text

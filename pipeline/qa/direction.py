@@ -3,7 +3,10 @@
 A, B and C are categories with one instance each in the scene, all visible.
 The angle and its bin come from ``pipeline.geometry.direction``; this module
 only chooses the triples (footprint and separation thresholds of the profile)
-and words the question. Options are the bin labels of the question's mode.
+and words the question. Large scans have ~n³ triples, so they are visited in
+an order seeded by (seed, scan, budget, type) and the search stops after the
+profile's ``candidates_per_scene`` valid questions. Options are the bin
+labels of the question's mode.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pipeline.qa.context import BudgetContext
 from pipeline.qa.ground_truth import Question
 from pipeline.qa.profiles import TaskRule
 from pipeline.qa.templates import render
+from pipeline.seeding import rng
 
 
 def _r(x: float) -> float:
@@ -38,8 +42,16 @@ def rel_direction(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
         for inst in ctx.unique_visible()
         if not rule.excludes(inst.category) and (max_xy is None or float(max(inst.box.xy_extent)) <= float(max_xy))
     ]
+    # Triples are visited in a seeded order and the search stops after `candidates_per_scene` valid questions:
+    # a large scan has ~n³ triples and the dataset-wide step keeps only a few per scene anyway.
+    limit = int(p.get("candidates_per_scene", 60))
+    triples = list(itertools.permutations(objects, 3))
+    order = rng(ctx.seed, "rel_direction", ctx.key, ctx.budget, rule.question_type).permutation(len(triples))
     questions = []
-    for a, b, c in itertools.permutations(objects, 3):
+    for index in order:
+        if len(questions) >= limit:
+            break
+        a, b, c = triples[int(index)]
         pairs = [ctx.distance(a, b), ctx.distance(a, c), ctx.distance(b, c)]
         if min(pairs) < min_pair or (max_pair is not None and max(pairs) > float(max_pair)):
             continue

@@ -56,6 +56,20 @@ def _correct_text(options: list[str], letter: str) -> str:
     return letter
 
 
+def _max_letter_deviation(letters: Counter, option_counts: list[int]) -> float:
+    """Largest gap (percentage points) between a letter's share and its uniform share.
+
+    With mixed option counts (1-turn routes have 3 options, longer ones 4) the
+    uniform share of letter k is the mean over questions of 1/n where k < n.
+    """
+    total = len(option_counts)
+    worst = 0.0
+    for k, letter in enumerate("ABCDEF"[: max(option_counts)]):
+        expected = sum(1.0 / n for n in option_counts if k < n) / total
+        worst = max(worst, abs(letters.get(letter, 0) / total - expected))
+    return round(100.0 * worst, 2)
+
+
 def compute_stats(qa: pl.DataFrame) -> dict:
     """Everything ``scan2qa stats`` prints, as one JSON-able object."""
     frequency = {
@@ -73,11 +87,7 @@ def compute_stats(qa: pl.DataFrame) -> dict:
             texts = Counter(_correct_text(o, g) for o, g in zip(options, ground_truths))
             top_text, top_count = min(texts.items(), key=lambda kv: (-kv[1], kv[0]))
             entry["letters"] = {k: letters[k] for k in sorted(letters)}
-            entry["max_letter_deviation_points"] = round(
-                100.0 * max(abs(letters.get(k, 0) / group.height - 1.0 / n) for n in {len(o) for o in options}
-                            for k in "ABCDEF"[:n]),
-                2,
-            )
+            entry["max_letter_deviation_points"] = _max_letter_deviation(letters, [len(o) for o in options])
             entry["text_mode"] = top_text
             entry["text_mode_share"] = round(top_count / group.height, 4)
         else:

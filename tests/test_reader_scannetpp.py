@@ -1,0 +1,200 @@
+"""One synthetic scene written in ScanNet's and ScanNet++'s layouts reads back as the same scan."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline.config import Config
+from pipeline.errors import ScanError
+from pipeline.readers import detect_dataset, read_scan
+from pipeline.readers.scannetpp import ANNOTATION_PATH, MESH_PATH, POSES_PATH, SEGMENTS_PATH
+from pipeline.scene import OrientedBox
+from pipeline.scene_tables import scene_tables
+from pipeline.synth.scannet_writer import TRUTH_SUFFIX, write_scannet
+from pipeline.synth.scannetpp_writer import VIDEO_NAME, write_scannetpp
+from pipeline.synth.scene import generate_scene
+
+SEED = 11
+FRAMES = 3
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scans")
+    scene = generate_scene(SEED, 0, FRAMES)
+    scannet_folder = write_scannet(scene, root / "scannet")
+    folder = write_scannetpp(scene, root / "scannetpp")
+    config = Config(scans_root=str(root / "scannet"))
+    reference = read_scan(str(scannet_folder), config)
+    parsed = read_scan(str(folder), config)
+    return {
+        "scene": scene,
+        "folder": folder,
+        "config": config,
+        "reference": reference,
+        "parsed": parsed,
+        "truth": json.loads((folder / f"{scene.scene_id}{TRUTH_SUFFIX}").read_text()),
+        "reference_tables": scene_tables(reference, config),
+        "tables": scene_tables(parsed, config),
+    }
+
+
+def _horizontal(extent, rotation) -> tuple[np.ndarray, float]:
+    extent, rotation = np.asarray(extent, dtype=float), np.asarray(rotation, dtype=float).reshape(3, 3)
+    vertical = int(np.argmax(np.abs(rotation[2, :])))
+    return np.sort(np.delete(extent, vertical)), float(extent[vertical])
+
+
+def _box_error(center, extent, rotation, truth_box: dict) -> float:
+    xy, h = _horizontal(extent, rotation)
+    true_xy, true_h = _horizontal(truth_box["extent"], truth_box["rotation"])
+    return max(
+        float(np.abs(np.asarray(center) - truth_box["center"]).max()),
+        float(np.abs(xy - true_xy).max()),
+        abs(h - true_h),
+    )
+
+
+def _sorted_corners(center, extent, rotation) -> np.ndarray:
+    box = OrientedBox(np.asarray(center), np.asarray(extent), np.asarray(rotation, dtype=float).reshape(3, 3))
+    corners = box.corners()
+    return corners[np.lexsort(np.round(corners, 4).T[::-1])]
+
+
+def test_detected_as_scannetpp(written):
+    assert detect_dataset(str(written["folder"])) == "scannetpp"
+    parsed = written["parsed"]
+    assert parsed.key == f"scannetpp/{written['scene'].scene_id}"
+    assert parsed.source_fps == pytest.approx(60.0)
+    assert parsed.warnings == []
+
+
+def test_objects_match_the_truth_within_1cm(written):
+    truth = {o["id"]: o for o in written["truth"]["objects"]}
+    parsed = written["parsed"]
+    assert [o.object_id for o in parsed.objects] == sorted(truth)
+    for obj in parsed.objects:
+        assert obj.raw_label == truth[obj.object_id]["label"]
+        assert obj.category == obj.raw_label  # open vocabulary: no label map
+        box = obj.annotated_box  # the segments_anno obb, row axes turned into columns
+        assert _box_error(box.center, box.extent, box.rotation, truth[obj.object_id]["box"]) <= 0.01
+        np.testing.assert_allclose(box.rotation, truth[obj.object_id]["box"]["rotation"], atol=1e-9)
+    for row in written["tables"]["objects"].iter_rows(named=True):
+        assert _box_error(row["center"], row["extent"], row["rotation"], truth[row["object_id"]]["box"]) <= 0.01
+
+
+def test_triangle_owners_match_the_scannet_layout(written):
+    assert np.array_equal(written["parsed"].mesh.triangle_object_ids, written["reference"].mesh.triangle_object_ids)
+
+
+def test_all_frame_sequence_is_the_synthetic_walk(written):
+    scene, parsed = written["scene"], written["parsed"]
+    frames = written["tables"]["frames"]
+    assert frames.height == 6 * FRAMES  # the 60 fps stream repeats each 10 fps frame 6 times
+    kept = frames.filter(pl.col("in_all_frame"))
+    assert kept["frame_index"].to_list() == [6 * i for i in range(FRAMES)]
+    for i, frame_index in enumerate(kept["frame_index"]):
+        frame = parsed.frames[frame_index]
+        np.testing.assert_allclose(frame.pose, scene.poses[i], rtol=0, atol=1e-6)
+        np.testing.assert_allclose(frame.intrinsics, scene.intrinsics, rtol=0, atol=1e-9)
+        assert frame.timestamp == pytest.approx(i / scene.fps)
+        assert (frame.width, frame.height) == (scene.width, scene.height)
+
+
+def test_video_frames_decode_close_to_the_render(written):
+    from pipeline.synth.render import FrameRenderer
+
+    parsed = written["parsed"]
+    rendered = FrameRenderer(written["scene"]).render(1).color_bgr
+    decoded = parsed.load_image(6)
+    assert decoded.shape == rendered.shape
+    assert np.abs(decoded.astype(int) - rendered.astype(int)).mean() < 12  # mp4v is lossy
+
+
+def test_scene_tables_equal_the_scannet_layout_except_ids(written):
+    ref, got = written["reference_tables"], written["tables"]
+    same_scan_columns = ["frame_count", "dropped_frames", "fps", "image_width", "image_height", "has_frames", "has_mesh"]
+    same_scan_columns += ["vertex_count", "triangle_count"]
+    assert ref["scans"].select(same_scan_columns).to_dicts() == got["scans"].select(same_scan_columns).to_dicts()
+    same_object_columns = ["object_id", "raw_label", "vertical_axis", "vertex_count", "triangle_count", "structural"]
+    same_object_columns += ["small_object", "box_source"]
+    assert ref["objects"].select(same_object_columns).to_dicts() == got["objects"].select(same_object_columns).to_dicts()
+    for a, b in zip(ref["objects"].iter_rows(named=True), got["objects"].iter_rows(named=True)):
+        corners_a = _sorted_corners(a["center"], a["extent"], a["rotation"])
+        corners_b = _sorted_corners(b["center"], b["extent"], b["rotation"])
+        assert np.abs(corners_a - corners_b).max() <= 1e-5, a["raw_label"]
+    kept = got["frames"].filter(pl.col("in_all_frame"))
+    for column in ("timestamp", "pose", "intrinsics"):
+        np.testing.assert_allclose(np.array(ref["frames"][column].to_list()), np.array(kept[column].to_list()), atol=1e-6)
+    assert ref["frames"].select("width", "height", "valid").to_dicts() == kept.select("width", "height", "valid").to_dicts()
+    assert ref["rooms"]["kind"].to_list() == got["rooms"]["kind"].to_list()
+    # Rooms are derived from a floor-point subsample seeded by the scan key, which differs between layouts.
+    np.testing.assert_allclose(ref["rooms"]["area_m2"].to_numpy(), got["rooms"]["area_m2"].to_numpy(), rtol=0.05)
+
+
+@pytest.fixture
+def scene_copy(written, tmp_path):
+    """A copy of the scene to damage: JSON files copied, mesh and video linked."""
+    src = written["folder"]
+    dst = tmp_path / src.name
+    (dst / "scans").mkdir(parents=True)
+    (dst / "iphone").mkdir()
+    for rel in (SEGMENTS_PATH, ANNOTATION_PATH, POSES_PATH):
+        shutil.copy(src / rel, dst / rel)
+    for rel in (MESH_PATH, VIDEO_NAME):
+        (dst / rel).symlink_to(src / rel)
+    return dst
+
+
+def _edit_json(path, change):
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _error(folder, config) -> str:
+    with pytest.raises(ScanError) as info:
+        read_scan(str(folder), config)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_missing_seg_indices_is_a_scan_error(scene_copy, written):
+    _edit_json(scene_copy / SEGMENTS_PATH, lambda d: d.pop("segIndices"))
+    message = _error(scene_copy, written["config"])
+    assert SEGMENTS_PATH in message and "segIndices" in message
+
+
+def test_corrupt_annotation_json_is_a_scan_error(scene_copy, written):
+    (scene_copy / ANNOTATION_PATH).write_text('{"segGroups": [')
+    assert ANNOTATION_PATH in _error(scene_copy, written["config"])
+
+
+def test_annotation_without_label_is_a_scan_error(scene_copy, written):
+    _edit_json(scene_copy / ANNOTATION_PATH, lambda d: d["segGroups"][3].pop("label"))
+    message = _error(scene_copy, written["config"])
+    assert ANNOTATION_PATH in message and "segGroups[3] lacks label" in message
+
+
+def test_wrong_shape_obb_axes_is_a_scan_error(scene_copy, written):
+    _edit_json(scene_copy / ANNOTATION_PATH, lambda d: d["segGroups"][0]["obb"]["normalizedAxes"].pop())
+    message = _error(scene_copy, written["config"])
+    assert ANNOTATION_PATH in message and "segGroups[0].obb.normalizedAxes has 8 values" in message
+
+
+def test_wrong_shape_pose_is_a_scan_error(scene_copy, written):
+    _edit_json(scene_copy / POSES_PATH, lambda d: d["frame_000007"]["aligned_pose"].pop())
+    message = _error(scene_copy, written["config"])
+    assert POSES_PATH in message and "frame_000007.aligned_pose has 12 values" in message
+
+
+def test_missing_intrinsic_is_a_scan_error(scene_copy, written):
+    _edit_json(scene_copy / POSES_PATH, lambda d: d["frame_000002"].pop("intrinsic"))
+    message = _error(scene_copy, written["config"])
+    assert POSES_PATH in message and "frame_000002 lacks intrinsic" in message

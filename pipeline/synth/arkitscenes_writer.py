@@ -79,10 +79,22 @@ def _stamp(scene: SynthScene, i: int) -> str:
     return f"{ms // 1000}.{ms % 1000:03d}"
 
 
+def rigid_pose(pose: np.ndarray) -> np.ndarray:
+    """The pose with its rotation projected to the nearest rotation matrix, camera centre kept.
+
+    A traj line can only hold a rigid transform, while synthetic poses carry
+    ScanNet's 6-decimal ``axisAlignment`` and are off-rigid by ~1e-6.
+    """
+    u, _, vt = np.linalg.svd(np.asarray(pose, dtype=float)[:3, :3])
+    out = np.array(pose, dtype=float)
+    out[:3, :3] = u @ vt
+    return out
+
+
 def _traj_line(stamp: str, camera_to_world: np.ndarray) -> str:
-    world_to_camera = np.linalg.inv(camera_to_world)
-    rotvec = Rotation.from_matrix(world_to_camera[:3, :3]).as_rotvec()
-    values = [*rotvec, *world_to_camera[:3, 3]]
+    rotation, centre = camera_to_world[:3, :3], camera_to_world[:3, 3]
+    rotvec = Rotation.from_matrix(rotation.T).as_rotvec()  # world-to-camera: R^T, -R^T c
+    values = [*rotvec, *(-rotation.T @ centre)]
     return stamp + " " + " ".join(f"{v:.12f}" for v in values) + "\n"
 
 
@@ -138,7 +150,7 @@ def write_arkitscenes(scene: SynthScene, out_dir, sky_direction: str = "Up", pro
         (frames / "lowres_wide" / f"{vid}_{stamp}.png").write_bytes(png.tobytes())
         pincam = " ".join(str(v) for v in (w, h, float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2]))) + "\n"
         (frames / "lowres_wide_intrinsics" / f"{vid}_{stamp}.pincam").write_text(pincam)
-        traj.append(_traj_line(stamp, pose))
+        traj.append(_traj_line(stamp, rigid_pose(pose)))
         if progress is not None:
             progress(i + 1, n)
     (frames / "lowres_wide.traj").write_text("".join(traj))

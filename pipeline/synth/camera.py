@@ -25,38 +25,49 @@ GRID = 0.05
 WALK_SPEED = 0.5  # m/s of the notional walk before it is squeezed into the frame budget
 PAN_SECONDS = 7.0
 EYE_HEIGHT = 1.5
-SPLIT_AREA = 3.0  # m² of free floor above which a room gets two look-around spots (so the camera walks in it)
+PAN_CENTRE_RADIUS = 0.6  # a look-around this close to the room centre turns fully round
+PAN_SWEEP = math.radians(110)  # elsewhere it sweeps this far either side of the room centre
+WALK_LEAN = math.radians(70)  # how far a walking view may turn from the walking direction towards the room
+CELL = 2.6  # metres: a room is covered by look-around spots about this far apart
+MIN_CELL_AREA = 1.2  # m² of free floor a cell needs to get a spot
+MAX_SPOTS_PER_ROOM = 4
 
 
-def _waypoints(free: Polygon, rooms: list[RoomPlan]) -> list[np.ndarray]:
-    """One or two look-around spots per room, at the point of the free region farthest from obstacles."""
-    points = []
+def _largest_polygon(geom) -> Polygon | None:
+    polys = [g for g in getattr(geom, "geoms", [geom]) if isinstance(g, Polygon) and not g.is_empty]
+    return max(polys, key=lambda g: g.area) if polys else None
+
+
+def _waypoints(free: Polygon, rooms: list[RoomPlan]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Look-around spots covering each room (where its free floor is widest, cell by cell), each with the room
+    centre it faces, ordered room by room along a nearest-neighbour tour."""
+    out: list[tuple[np.ndarray, np.ndarray]] = []
     for room in rooms:
-        piece = free.intersection(room.polygon)
-        parts = sorted(getattr(piece, "geoms", [piece]), key=lambda g: -g.area)
-        parts = [g for g in parts if isinstance(g, Polygon) and g.area > 0.05]
-        if not parts:
+        piece = _largest_polygon(free.intersection(room.polygon))
+        if piece is None or piece.area < 0.05:
             continue
-        main = parts[0]
-        halves = [main]
-        if main.area > SPLIT_AREA:
-            minx, miny, maxx, maxy = main.bounds
-            if maxx - minx >= maxy - miny:
-                mid = (minx + maxx) / 2
-                cutters = [shapely.box(minx, miny, mid, maxy), shapely.box(mid, miny, maxx, maxy)]
-            else:
-                mid = (miny + maxy) / 2
-                cutters = [shapely.box(minx, miny, maxx, mid), shapely.box(minx, mid, maxx, maxy)]
-            halves = []
-            for c in cutters:
-                h = main.intersection(c)
-                hs = sorted(getattr(h, "geoms", [h]), key=lambda g: -g.area)
-                if hs and isinstance(hs[0], Polygon) and hs[0].area > 0.3:
-                    halves.append(hs[0])
-        for h in halves:
-            p = polylabel(h, tolerance=0.02)
-            points.append(np.array([p.x, p.y]))
-    return points
+        minx, miny, maxx, maxy = piece.bounds
+        nx, ny = max(1, round((maxx - minx) / CELL)), max(1, round((maxy - miny) / CELL))
+        spots = []
+        for i in range(nx):
+            for j in range(ny):
+                cell = shapely.box(minx + i * (maxx - minx) / nx, miny + j * (maxy - miny) / ny,
+                                   minx + (i + 1) * (maxx - minx) / nx, miny + (j + 1) * (maxy - miny) / ny)
+                part = _largest_polygon(piece.intersection(cell))
+                if part is not None and part.area >= MIN_CELL_AREA:
+                    p = polylabel(part, tolerance=0.02)
+                    spots.append((part.area, np.array([p.x, p.y])))
+        if not spots:
+            p = polylabel(piece, tolerance=0.02)
+            spots = [(piece.area, np.array([p.x, p.y]))]
+        spots = [pt for _, pt in sorted(spots, key=lambda a: -a[0])[:MAX_SPOTS_PER_ROOM]]
+        start = out[-1][0] if out else spots[0]
+        centre = np.array(room.polygon.centroid.coords[0])
+        while spots:
+            k = int(np.argmin([np.hypot(*(pt - start)) for pt in spots]))
+            start = spots.pop(k)
+            out.append((start, centre))
+    return out
 
 
 class _Grid:
@@ -140,15 +151,42 @@ def _look_at_rotation(yaw: float, pitch: float, roll: float = 0.0) -> np.ndarray
     return np.stack([right, down, forward], axis=1)
 
 
+def _turn(a: float, b: float, f: float) -> float:
+    """Eased turn from heading a towards b the short way round."""
+    delta = (b - a + math.pi) % (2 * math.pi) - math.pi
+    return a + delta * (0.5 - 0.5 * math.cos(math.pi * min(max(f, 0.0), 1.0)))
+
+
+def _pan_yaw(f: float, arrive: float, depart: float, spot: np.ndarray, focus: np.ndarray) -> float:
+    """Heading during a look-around at ``spot``: a full turn in a room's middle, else a wide sweep facing the room."""
+    to_focus = focus - spot
+    if float(np.hypot(*to_focus)) < PAN_CENTRE_RADIUS:
+        return arrive + 2 * math.pi * (0.5 - 0.5 * math.cos(math.pi * f))
+    centre = math.atan2(to_focus[1], to_focus[0])
+    if f < 0.15:
+        return _turn(arrive, centre, f / 0.15)
+    if f > 0.85:
+        return _turn(centre, depart, (f - 0.85) / 0.15)
+    return centre + PAN_SWEEP * math.sin(2 * math.pi * (f - 0.15) / 0.7)
+
+
 def camera_walk(free: Polygon, rooms: list[RoomPlan], frames: int, rng: np.random.Generator) -> np.ndarray:
     """(frames, 4, 4) camera-to-world poses visiting and looking around every room."""
     frames = max(1, int(frames))
     free_safe = free.buffer(-1e-3)
-    waypoints = _waypoints(free_safe, rooms) or [np.array(free_safe.representative_point().coords[0])]
+    spots = _waypoints(free_safe, rooms)
+    if not spots:
+        p = np.array(free_safe.representative_point().coords[0])
+        spots = [(p, p)]
+    waypoints = [p for p, _ in spots]
+    focus = [c for _, c in spots]
     grid = _Grid(free_safe)
     # events: ("pan", point, seconds) and ("walk", polyline, seconds)
     events: list[tuple[str, np.ndarray, float]] = []
+    pan_focus: dict[int, np.ndarray] = {}
+    walk_focus: dict[int, np.ndarray] = {}
     for k, wp in enumerate(waypoints):
+        pan_focus[len(events)] = focus[k]
         events.append(("pan", wp, PAN_SECONDS))
         if k + 1 < len(waypoints):
             route = grid.path(wp, waypoints[k + 1])
@@ -159,6 +197,7 @@ def camera_walk(free: Polygon, rooms: list[RoomPlan], frames: int, rng: np.rando
                 line = route
             length = float(np.sum(np.linalg.norm(np.diff(line, axis=0), axis=1)))
             if length > 1e-6:
+                walk_focus[len(events)] = focus[k + 1]
                 events.append(("walk", line, length / WALK_SPEED))
     durations = np.array([e[2] for e in events])
     starts = np.concatenate([[0.0], np.cumsum(durations)])
@@ -179,8 +218,11 @@ def camera_walk(free: Polygon, rooms: list[RoomPlan], frames: int, rng: np.rando
             if k > 0 and events[k - 1][0] == "walk":
                 d = events[k - 1][1][-1] - events[k - 1][1][-2]
                 arrive = math.atan2(d[1], d[0])
-            ease = 0.5 - 0.5 * math.cos(math.pi * f)
-            yaw[i] = arrive + 2 * math.pi * ease
+            depart = arrive
+            if k + 1 < len(events) and events[k + 1][0] == "walk":
+                d = events[k + 1][1][1] - events[k + 1][1][0]
+                depart = math.atan2(d[1], d[0])
+            yaw[i] = _pan_yaw(f, arrive, depart, geo, pan_focus[k])
         else:
             seg = np.linalg.norm(np.diff(geo, axis=0), axis=1)
             cum = np.concatenate([[0.0], np.cumsum(seg)])
@@ -189,7 +231,12 @@ def camera_walk(free: Polygon, rooms: list[RoomPlan], frames: int, rng: np.rando
             a = (s - cum[j]) / seg[j] if seg[j] > 0 else 0.0
             xy[i] = geo[j] + a * (geo[j + 1] - geo[j])
             d = geo[j + 1] - geo[j]
-            yaw[i] = math.atan2(d[1], d[0]) + 0.35 * math.sin(2 * math.pi * t / 6.0 + phase)
+            heading = math.atan2(d[1], d[0])
+            # Lean the view from the walking direction towards the room centre, as a person scanning a room does.
+            to_room = walk_focus[k] - xy[i]
+            lean = (math.atan2(to_room[1], to_room[0]) - heading + math.pi) % (2 * math.pi) - math.pi
+            lean = max(-WALK_LEAN, min(WALK_LEAN, lean)) if float(np.hypot(*to_room)) > 0.5 else 0.0
+            yaw[i] = heading + lean + 0.3 * math.sin(2 * math.pi * t / 6.0 + phase)
     yaw = np.unwrap(yaw)
     sigma = max(0.5, frames / 120.0)
     yaw = gaussian_filter1d(yaw, sigma, mode="nearest")

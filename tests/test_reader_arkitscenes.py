@@ -1,0 +1,241 @@
+"""One synthetic scene written in ScanNet's and ARKitScenes' layouts reads back as the same scan."""
+
+from __future__ import annotations
+
+import collections
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from pipeline.config import Config, FramesConfig
+from pipeline.errors import ScanError
+from pipeline.readers import detect_dataset, read_scan
+from pipeline.readers.arkitscenes import (
+    SKY_ROTATION,
+    annotation_name,
+    frames_dir,
+    mesh_name,
+    read_sky_directions,
+    rotated_camera,
+)
+from pipeline.scene import OrientedBox
+from pipeline.scene_tables import scene_tables
+from pipeline.synth.arkitscenes_writer import rigid_pose, write_arkitscenes
+from pipeline.synth.render import FrameRenderer
+from pipeline.synth.scannet_writer import TRUTH_SUFFIX, write_scannet
+from pipeline.synth.scene import generate_scene
+from pipeline.video import rotate_image, scan_video_size
+
+SEED = 11
+FRAMES = 3
+SKY = "Left"  # stored portrait, sky on the left: exercises the rotation path
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scans")
+    scene = generate_scene(SEED, 0, FRAMES)
+    scannet_folder = write_scannet(scene, root / "scannet")
+    folder = write_arkitscenes(scene, root / "arkitscenes", sky_direction=SKY)
+    config = Config(scans_root=str(root / "scannet"))
+    reference = read_scan(str(scannet_folder), config)
+    parsed = read_scan(str(folder), config)
+    return {
+        "scene": scene,
+        "folder": folder,
+        "config": config,
+        "reference": reference,
+        "parsed": parsed,
+        "truth": json.loads((folder / f"{scene.scene_id}{TRUTH_SUFFIX}").read_text()),
+        "reference_tables": scene_tables(reference, config),
+        "tables": scene_tables(parsed, config),
+    }
+
+
+def _horizontal(extent, rotation) -> tuple[np.ndarray, float]:
+    extent, rotation = np.asarray(extent, dtype=float), np.asarray(rotation, dtype=float).reshape(3, 3)
+    vertical = int(np.argmax(np.abs(rotation[2, :])))
+    return np.sort(np.delete(extent, vertical)), float(extent[vertical])
+
+
+def _box_error(center, extent, rotation, truth_box: dict) -> float:
+    xy, h = _horizontal(extent, rotation)
+    true_xy, true_h = _horizontal(truth_box["extent"], truth_box["rotation"])
+    return max(
+        float(np.abs(np.asarray(center) - truth_box["center"]).max()),
+        float(np.abs(xy - true_xy).max()),
+        abs(h - true_h),
+    )
+
+
+def _sorted_corners(center, extent, rotation) -> np.ndarray:
+    box = OrientedBox(np.asarray(center), np.asarray(extent), np.asarray(rotation, dtype=float).reshape(3, 3))
+    corners = box.corners()
+    return corners[np.lexsort(np.round(corners, 4).T[::-1])]
+
+
+def test_fixture_metadata_sky_directions(fixtures_dir):
+    directions = read_sky_directions(fixtures_dir / "arkitscenes" / "metadata.csv")
+    counts = collections.Counter(directions.values())
+    assert len(directions) == 5071
+    assert dict(counts) == {"Left": 2334, "Up": 1607, "Down": 1125, "NA": 4, "Right": 1}
+
+
+def test_rotated_camera_matches_rotated_pixels():
+    """A world point projects to the pixel the image rotation moves its original pixel to."""
+    k = np.array([[500.0, 0.0, 310.0], [0.0, 480.0, 250.0], [0.0, 0.0, 1.0]])
+    pose = np.eye(4)
+    pose[:3, 3] = [0.3, -0.2, 1.0]
+    point = np.array([0.7, 0.4, 3.5])
+    u, v, w, h = *(k @ (point - pose[:3, 3]))[:2] / (point - pose[:3, 3])[2], 640, 480
+    moved = {0: (u, v), 90: (h - v, u), 180: (w - u, h - v), 270: (v, w - u)}
+    for degrees, expected in moved.items():
+        p, kk, ww, hh = rotated_camera(pose, k, w, h, degrees)
+        local = p[:3, :3].T @ (point - p[:3, 3])
+        pixel = (kk @ local)[:2] / local[2]
+        np.testing.assert_allclose(pixel, expected, atol=1e-9)
+        assert (ww, hh) == ((w, h) if degrees % 180 == 0 else (h, w))
+        back = rotated_camera(p, kk, ww, hh, (360 - degrees) % 360)
+        np.testing.assert_allclose(back[0], pose, atol=1e-12)
+        np.testing.assert_allclose(back[1], k, atol=1e-12)
+
+
+def test_detected_as_arkitscenes_with_sky_rotation(written):
+    parsed = written["parsed"]
+    assert detect_dataset(str(written["folder"])) == "arkitscenes"
+    assert parsed.key == f"arkitscenes/{written['scene'].scene_id}"
+    assert parsed.image_rotation == SKY_ROTATION[SKY] == 90
+    assert (parsed.frames[0].width, parsed.frames[0].height) == (480, 640)  # stored portrait
+    assert scan_video_size(written["tables"]["frames"], FramesConfig(), parsed.image_rotation) == (640, 480)
+    assert parsed.warnings == []
+
+
+def test_objects_are_the_annotated_boxes_within_1cm(written):
+    truth = {o["id"]: o for o in written["truth"]["objects"]}
+    parsed = written["parsed"]
+    assert [o.object_id for o in parsed.objects] == sorted(truth)
+    for obj in parsed.objects:
+        assert obj.raw_label == truth[obj.object_id]["label"] == obj.category
+        assert _box_error(obj.box.center, obj.box.extent, obj.box.rotation, truth[obj.object_id]["box"]) <= 0.01
+        np.testing.assert_allclose(obj.box.rotation, truth[obj.object_id]["box"]["rotation"], atol=1e-9)
+
+
+def test_triangles_in_boxes_approximate_the_true_owners(written):
+    owners = written["parsed"].mesh.triangle_object_ids
+    true_owners = written["reference"].mesh.triangle_object_ids
+    agreement = float(np.mean(owners == true_owners))
+    assert agreement >= 0.98, agreement
+
+
+def test_frames_turned_sky_up_are_the_synthetic_walk(written):
+    scene, parsed = written["scene"], written["parsed"]
+    renderer = FrameRenderer(scene)
+    assert [f.frame_index for f in parsed.frames] == list(range(FRAMES))
+    for i, frame in enumerate(parsed.frames):
+        pose, k, w, h = rotated_camera(frame.pose, frame.intrinsics, frame.width, frame.height, parsed.image_rotation)
+        np.testing.assert_allclose(pose, scene.poses[i], rtol=0, atol=1e-6)
+        np.testing.assert_allclose(pose, rigid_pose(scene.poses[i]), rtol=0, atol=1e-9)
+        np.testing.assert_allclose(k, scene.intrinsics, rtol=0, atol=1e-9)
+        assert (w, h) == (scene.width, scene.height)
+        assert frame.timestamp == pytest.approx(i / scene.fps)
+        image = rotate_image(parsed.load_image(i), parsed.image_rotation)
+        assert np.array_equal(image, renderer.render(i).color_bgr)  # PNG is lossless
+
+
+def test_scene_tables_equal_the_scannet_layout_except_ids(written):
+    ref, got = written["reference_tables"], written["tables"]
+    same_scan_columns = ["frame_count", "dropped_frames", "fps", "source_fps", "has_frames", "has_mesh"]
+    same_scan_columns += ["vertex_count", "triangle_count"]
+    assert ref["scans"].select(same_scan_columns).to_dicts() == got["scans"].select(same_scan_columns).to_dicts()
+    same_object_columns = ["object_id", "raw_label", "vertical_axis", "structural", "small_object"]
+    assert ref["objects"].select(same_object_columns).to_dicts() == got["objects"].select(same_object_columns).to_dicts()
+    assert set(got["objects"]["box_source"]) == {"annotation"}
+    for a, b in zip(ref["objects"].iter_rows(named=True), got["objects"].iter_rows(named=True)):
+        corners_a = _sorted_corners(a["center"], a["extent"], a["rotation"])
+        corners_b = _sorted_corners(b["center"], b["extent"], b["rotation"])
+        assert np.abs(corners_a - corners_b).max() <= 1e-5, a["raw_label"]
+    assert ref["frames"].select("frame_index", "valid", "in_all_frame").to_dicts() == got["frames"].select(
+        "frame_index", "valid", "in_all_frame"
+    ).to_dicts()
+    np.testing.assert_allclose(ref["frames"]["timestamp"].to_numpy(), got["frames"]["timestamp"].to_numpy(), atol=1e-9)
+    assert ref["rooms"]["kind"].to_list() == got["rooms"]["kind"].to_list()
+    # Rooms are derived from a floor-point subsample seeded by the scan key, which differs between layouts.
+    np.testing.assert_allclose(ref["rooms"]["area_m2"].to_numpy(), got["rooms"]["area_m2"].to_numpy(), rtol=0.05)
+
+
+@pytest.fixture
+def scene_copy(written, tmp_path):
+    """A copy of the scene (and metadata.csv) to damage; the mesh is linked."""
+    src = written["folder"]
+    dst = tmp_path / src.name
+    dst.mkdir()
+    shutil.copytree(src / frames_dir(src.name), dst / frames_dir(src.name))
+    shutil.copy(src / annotation_name(src.name), dst / annotation_name(src.name))
+    (dst / mesh_name(src.name)).symlink_to(src / mesh_name(src.name))
+    shutil.copy(src.parent / "metadata.csv", tmp_path / "metadata.csv")
+    return dst
+
+
+def _edit_annotation(folder, change):
+    path = folder / annotation_name(folder.name)
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def _error(folder, config) -> str:
+    with pytest.raises(ScanError) as info:
+        read_scan(str(folder), config)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_missing_obb_is_a_scan_error(scene_copy, written):
+    _edit_annotation(scene_copy, lambda d: d["data"][2]["segments"].pop("obbAligned"))
+    message = _error(scene_copy, written["config"])
+    assert annotation_name(scene_copy.name) in message and "data[2].segments lacks obbAligned" in message
+
+
+def test_corrupt_annotation_json_is_a_scan_error(scene_copy, written):
+    (scene_copy / annotation_name(scene_copy.name)).write_text('{"data": [{')
+    assert annotation_name(scene_copy.name) in _error(scene_copy, written["config"])
+
+
+def test_wrong_shape_axes_is_a_scan_error(scene_copy, written):
+    _edit_annotation(scene_copy, lambda d: d["data"][0]["segments"]["obbAligned"]["normalizedAxes"].append(0.0))
+    message = _error(scene_copy, written["config"])
+    assert "data[0].segments.obbAligned.normalizedAxes has 10 values" in message
+
+
+def test_short_trajectory_line_is_a_scan_error(scene_copy, written):
+    traj = scene_copy / frames_dir(scene_copy.name) / "lowres_wide.traj"
+    lines = traj.read_text().splitlines()
+    lines[1] = " ".join(lines[1].split()[:6])
+    traj.write_text("\n".join(lines) + "\n")
+    message = _error(scene_copy, written["config"])
+    assert "lowres_wide.traj" in message and "line 2 has 6 values" in message
+
+
+def test_bad_pincam_is_a_scan_error(scene_copy, written):
+    pincam = sorted((scene_copy / frames_dir(scene_copy.name) / "lowres_wide_intrinsics").glob("*.pincam"))[0]
+    pincam.write_text("480 640 525.0 525.0 239.5\n")
+    message = _error(scene_copy, written["config"])
+    assert pincam.name in message and "'w h fx fy cx cy'" in message
+
+
+def test_bad_sky_direction_is_a_scan_error(scene_copy, written):
+    metadata = scene_copy.parent / "metadata.csv"
+    metadata.write_text(metadata.read_text().replace(",Left,", ",Sideways,"))
+    message = _error(scene_copy, written["config"])
+    assert "metadata.csv" in message and "sky_direction 'Sideways'" in message
+
+
+def test_na_sky_direction_reads_upright_with_a_warning(scene_copy, written):
+    metadata = scene_copy.parent / "metadata.csv"
+    metadata.write_text(metadata.read_text().replace(",Left,", ",NA,"))
+    parsed = read_scan(str(scene_copy), written["config"])
+    assert parsed.image_rotation == 0
+    assert any("sky_direction is 'NA'" in w for w in parsed.warnings)

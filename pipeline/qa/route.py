@@ -92,7 +92,7 @@ def route_planning(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
                     C=labels[route.goal_id],
                     actions=_actions(visit, len(truth), p),
                 ),
-                used_obj_ids=list(route.used_obj_ids),
+                used_obj_ids=list(dict.fromkeys(route.used_obj_ids)),  # the facing object may be the first stop
                 geometry=geometry,
                 answer_text=option_texts[0],
                 options=option_texts,

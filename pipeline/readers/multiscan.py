@@ -5,7 +5,7 @@ A MultiScan scan folder ``<scan>/`` (``scene_XXXXX_XX``) holds:
 * ``<scan>.annotations.json``: objects labelled ``"<name>.<index>"`` with an
   ``obb`` (``centroid``, ``axesLengths``, ``normalizedAxes`` one box axis per
   *row* - the file's ``min``/``max`` are exactly the bounds of the corners in
-  that reading - plus ``front``/``up``, which are rows 2 and 1). Two schemas
+  that reading - plus ``front``/``up`` vectors, each along one of the rows). Two schemas
   exist: the older one (the documentation's ``scene_00000_00`` example) has no
   ids, objects are numbered 1, 2, ... in file order and faces are assigned by
   ``<scan>.semseg.json`` ``triIndices`` keyed by ``"<name>.<index>[:<part>]"``;

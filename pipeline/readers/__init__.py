@@ -112,7 +112,7 @@ def _copy_to_local(remote, config: Config) -> tuple[Path, Config]:
     try:
         fs.get(remote.path.rstrip("/") + "/", str(local) + "/", recursive=True)
         local.mkdir(exist_ok=True)
-        for name in LABEL_MAP_FILENAMES:
+        for name in (*LABEL_MAP_FILENAMES, arkitscenes.METADATA_NAME):  # scans-root files readers look for
             candidate = remote.parent / name
             if candidate.exists():
                 fs.get(candidate.path, str(tmp / name))

@@ -103,15 +103,19 @@ def furniture_pairs(count: int, seed: int = 0, min_gap_m: float = 0.5, max_gap_m
 
 
 def _timed(work, min_seconds: float = 0.5):
-    """(result, seconds per run): fast work is repeated until ``min_seconds`` so the rate is not noise."""
+    """(result, wall seconds per run, CPU seconds per run); fast work repeats until ``min_seconds``.
+
+    CPU time of this process is reported next to wall time because the
+    machine is shared: other load stretches wall time, not CPU time.
+    """
     work()  # warm-up: first-call imports and allocations
-    runs, start = 0, time.perf_counter()
+    runs, start, cpu_start = 0, time.perf_counter(), time.process_time()
     while True:
         result = work()
         runs += 1
         elapsed = time.perf_counter() - start
         if elapsed >= min_seconds:
-            return result, elapsed / runs
+            return result, elapsed / runs, (time.process_time() - cpu_start) / runs
 
 
 def run_distance_bench(args: argparse.Namespace) -> dict:
@@ -122,14 +126,14 @@ def run_distance_bench(args: argparse.Namespace) -> dict:
     a_boxes = [a for a, _ in pairs]
     b_boxes = [b for _, b in pairs]
 
-    exact, exact_s = _timed(lambda: np.array([obb_distance(a, b) for a, b in pairs]))
-    batched, batched_s = _timed(lambda: obb_pair_distances(a_boxes, b_boxes))
+    exact, exact_s, exact_cpu = _timed(lambda: np.array([obb_distance(a, b) for a, b in pairs]))
+    batched, batched_s, _ = _timed(lambda: obb_pair_distances(a_boxes, b_boxes))
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     sampled = np.empty(len(pairs))
     for i, (a, b) in enumerate(pairs):
         sampled[i] = sampled_distance(a, b, spacing)
-    sampled_s = time.perf_counter() - t0
+    sampled_s, sampled_cpu = time.perf_counter() - t0, time.process_time() - c0
     samples = sum(len(surface_samples(a, spacing)) + len(surface_samples(b, spacing)) for a, b in pairs[:10])
 
     diff = np.abs(sampled - exact)
@@ -143,6 +147,9 @@ def run_distance_bench(args: argparse.Namespace) -> dict:
         "sampled_pairs_per_s": round(sampled_rate, 3),
         "speedup": round(exact_rate / sampled_rate, 1),
         "batched_speedup": round(len(pairs) / batched_s / sampled_rate, 1),
+        "exact_cpu_ms_per_pair": round(exact_cpu / len(pairs) * 1000.0, 4),
+        "sampled_cpu_ms_per_pair": round(sampled_cpu / len(pairs) * 1000.0, 1),
+        "cpu_speedup": round(sampled_cpu / exact_cpu, 1) if exact_cpu > 0 else None,
         "max_abs_diff_m": round(float(diff.max()), 6),
         "mean_abs_diff_m": round(float(diff.mean()), 6),
         "sampled_below_exact": int(np.sum(sampled < exact - 1e-9)),
@@ -166,7 +173,9 @@ def format_result(r: dict) -> str:
             f"  exact (per call) : {r['exact_pairs_per_s']:.1f} pairs/s",
             f"  exact (batched)  : {r['exact_batched_pairs_per_s']:.1f} pairs/s",
             f"  sampled baseline : {r['sampled_pairs_per_s']:.3f} pairs/s ({r['sampled_seconds']:.1f} s)",
-            f"  speed-up         : x{r['speedup']:.1f} per call, x{r['batched_speedup']:.1f} batched",
+            f"  speed-up         : x{r['speedup']:.1f} per call, x{r['batched_speedup']:.1f} batched "
+            f"(CPU time: {r['exact_cpu_ms_per_pair']:.3f} vs {r['sampled_cpu_ms_per_pair']:.1f} ms/pair, "
+            f"x{r['cpu_speedup']})",
             f"  |sampled - exact|: max {r['max_abs_diff_m'] * 1000:.2f} mm, mean {r['mean_abs_diff_m'] * 1000:.2f} mm; "
             f"sampled below exact in {r['sampled_below_exact']} pairs",
         ]

@@ -87,3 +87,12 @@ def test_route_planning_hand_worked():
         assert _answer(df, right) == "Turn Right"
     row = routes.row(0, named=True)
     assert len(row["options"]) == 3  # one turn: the truth and both other turns
+
+
+def test_no_questions_at_a_budget_without_video():
+    objs, rooms, vis = _scene([("desk", 0, 0), ("bookshelf", 0, 3), ("cabinet", -3, 3)])
+    # No frame samples and no visibility at 64 frames: not even the room size (which needs no object) is asked.
+    assert generate_candidates(objs, rooms, vis, None, None, key=KEY, budget="64", profile="revsi").is_empty()
+    samples = schemas.from_rows("frame_samples", [{"key": KEY, "budget": "all", "rank": 0, "frame_index": 0}])
+    assert generate_candidates(objs, rooms, vis, samples, None, key=KEY, budget="64", profile="revsi").is_empty()
+    assert not generate_candidates(objs, rooms, vis, samples, None, key=KEY, budget="all", profile="revsi").is_empty()

@@ -84,12 +84,13 @@ def _row(ctx: BudgetContext, profile: Profile, q: Question, seed: int) -> dict:
     }
 
 
-def _budget_sampled(frame_samples: pl.DataFrame | None, key: str, budget: str) -> bool:
-    """False only when the scan has frame samples but none for this budget."""
-    if frame_samples is None or frame_samples.is_empty():
-        return True
-    scan = frame_samples.filter(pl.col("key") == key)
-    return scan.is_empty() or not scan.filter(pl.col("budget") == budget).is_empty()
+def _budget_available(
+    frame_samples: pl.DataFrame | None, object_visibility: pl.DataFrame, key: str, budget: str
+) -> bool:
+    """Whether the scan has a video at this budget: sampled frames, or (annotation-only) a visibility decision."""
+    if frame_samples is not None and not frame_samples.filter(pl.col("key") == key).is_empty():
+        return not frame_samples.filter((pl.col("key") == key) & (pl.col("budget") == budget)).is_empty()
+    return not object_visibility.filter((pl.col("key") == key) & (pl.col("budget") == budget)).is_empty()
 
 
 def generate_candidates(
@@ -108,7 +109,7 @@ def generate_candidates(
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
     budget = str(budget)
     seed = seed_of(config)
-    if not _budget_sampled(frame_samples, key, budget):
+    if not _budget_available(frame_samples, object_visibility, key, budget):
         return schemas.empty("qa_candidates")
     ctx = BudgetContext(key, budget, objects, rooms, object_visibility, seed=seed)
     rows: list[dict] = []

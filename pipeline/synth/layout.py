@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import shapely
-from shapely.geometry import Point, Polygon
+from shapely.geometry import Polygon
 
 from pipeline.synth.boxes import Box, interpenetrates
 from pipeline.synth.furniture import BUILDERS, Part
@@ -50,9 +50,6 @@ class Layout:
     shell: Shell
     objects: list[LaidObject] = field(default_factory=list)
     free_space: Polygon | None = None  # where the camera may stand
-
-    def all_boxes(self) -> list[Box]:
-        return [b for o in self.objects for b in o.boxes]
 
 
 def _place_parts(label: str, size, x: float, y: float, z: float, yaw: float) -> tuple[list[Part], tuple | None]:
@@ -298,7 +295,3 @@ def furnish(shell: Shell, rng: np.random.Generator) -> Layout:
     pieces = sorted(getattr(free, "geoms", [free]), key=lambda g: -g.area)
     return Layout(shell, f.objects, pieces[0])
 
-
-def room_containing(layout: Layout, xy) -> RoomPlan | None:
-    pt = Point(xy)
-    return next((r for r in layout.shell.rooms if r.polygon.covers(pt)), None)

@@ -103,7 +103,7 @@ def rotated_camera(
 
 
 def read_sky_directions(path: Path, key: str = "?") -> dict[str, str]:
-    """video_id -> ``sky_direction`` as written (``Up``/``Down``/``Left``/``Right``, or ``NA``) of a ``metadata.csv``."""
+    """video_id -> ``sky_direction`` as written (``Up``/``Down``/``Left``/``Right`` or ``NA``) in a ``metadata.csv``."""
     try:
         with open(path, newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
@@ -176,7 +176,8 @@ def read_annotation(path: Path, key: str) -> tuple[list[ARKitObject], list[str]]
             _numbers(obb["normalizedAxes"], 9, key, path.name, f"{field}.normalizedAxes"),
         )
         label = str(entry["label"])
-        objects.append(ARKitObject(object_id=n, raw_label=label, box=box, category=label, uid=str(entry.get("uid", ""))))
+        uid = str(entry.get("uid", ""))
+        objects.append(ARKitObject(object_id=n, raw_label=label, box=box, category=label, uid=uid))
         ids.append(entry.get("objectId"))
     warnings = []
     try:
@@ -236,7 +237,8 @@ def read_trajectory(path: Path, key: str) -> tuple[np.ndarray, np.ndarray]:
         except ValueError:
             raise ScanError(key, path.name, f"line {number} is not numeric") from None
         if values.size != 7 or not np.all(np.isfinite(values)):
-            raise ScanError(key, path.name, f"line {number} has {values.size} values, expected 7 finite (ts rx ry rz tx ty tz)")
+            problem = f"line {number} has {values.size} values, expected 7 finite (ts rx ry rz tx ty tz)"
+            raise ScanError(key, path.name, problem)
         world_to_camera = np.eye(4)
         world_to_camera[:3, :3] = Rotation.from_rotvec(values[1:4]).as_matrix()
         world_to_camera[:3, 3] = values[4:7]
@@ -266,7 +268,10 @@ def _pincam_for(folder: Path, scene_id: str, stamp: str) -> Path | None:
     return None
 
 
-def read_lowres_frames(folder: Path, key: str, frames_config) -> tuple[list[Frame], dict[int, Path], list[Path], list[str]]:
+def read_lowres_frames(
+    folder: Path, key: str, frames_config
+) -> tuple[list[Frame], dict[int, Path], list[Path], list[str]]:
+    """Frames (stored orientation), frame index -> PNG, the files read, and warnings."""
     scene_id = folder.name
     root = folder / frames_dir(scene_id)
     image_dir, intr_dir, traj = root / "lowres_wide", root / "lowres_wide_intrinsics", root / "lowres_wide.traj"
@@ -302,7 +307,9 @@ def read_lowres_frames(folder: Path, key: str, frames_config) -> tuple[list[Fram
         frames.append(Frame(index, (ms - stamped[0][0]) / 1000.0, pose, k_out, out[0], out[1]))
         images[index] = png
         files += [png, pincam]
-    warnings = [f"{unposed} of {len(frames)} frames have no pose within 5 ms in lowres_wide.traj and are dropped"] if unposed else []
+    warnings = []
+    if unposed:
+        warnings.append(f"{unposed} of {len(frames)} frames have no pose within 5 ms in lowres_wide.traj: dropped")
     return frames, images, files, warnings
 
 
@@ -354,7 +361,8 @@ def read_arkitscenes(folder: Path, config: Config, *, source_uri: str | None = N
             path = images.get(int(frame_index))
             image = cv2.imread(str(path), cv2.IMREAD_COLOR) if path is not None else None
             if image is None:
-                raise ScanError(key, path.name if path else f"frame {frame_index}", "colour image missing or does not decode")
+                name = path.name if path else f"frame {frame_index}"
+                raise ScanError(key, name, "colour image missing or does not decode")
             size = (frames[int(frame_index)].width, frames[int(frame_index)].height)
             if (image.shape[1], image.shape[0]) != size:
                 image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)

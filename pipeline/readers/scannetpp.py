@@ -173,9 +173,10 @@ def read_iphone_frames(
     """Frames of the iPhone stream; missing video or pose file means a scan without frames."""
     poses_path = folder / POSES_PATH
     video = next((folder / p for p in VIDEO_PATHS if (folder / p).exists()), None)
-    if video is None or not poses_path.exists():
-        missing = POSES_PATH if video is None and not poses_path.exists() else (VIDEO_PATHS[0] if video is None else POSES_PATH)
-        return [], None, 0.0, [], [f"no iPhone frames ({missing} missing): frame-dependent steps skip this scan"]
+    missing = ([] if video else [" or ".join(VIDEO_PATHS)]) + ([] if poses_path.exists() else [POSES_PATH])
+    if missing:
+        warning = f"no iPhone frames ({', '.join(missing)} missing): frame-dependent steps skip this scan"
+        return [], None, 0.0, [], [warning]
     entries = load_json(poses_path, key, POSES_PATH)
     if not isinstance(entries, dict) or not entries:
         raise ScanError(key, POSES_PATH, "not an object of frame_<number> entries")

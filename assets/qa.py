@@ -64,9 +64,7 @@ def qa(context: dg.AssetExecutionContext, storage: StorageResource, qa_candidate
     config = storage.config()
     tables = [finalize_qa(qa_candidates, profile=p, seed=config.seed) for p in question_profiles(config.profiles)]
     table = pl.concat(tables) if tables else schemas.empty("qa")
-    context.add_output_metadata(
-        {"rows": table.height, "per_type": dg.MetadataValue.json(
-            {f"{r['profile']}/{r['question_type']}": r["len"] for r in table.group_by("profile", "question_type").len().sort("profile", "question_type").iter_rows(named=True)}
-        )}
-    )
+    counts = table.group_by("profile", "question_type").len().sort("profile", "question_type")
+    per_type = {f"{r['profile']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
+    context.add_output_metadata({"rows": table.height, "per_type": dg.MetadataValue.json(per_type)})
     return table

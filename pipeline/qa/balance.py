@@ -43,7 +43,8 @@ def balance_letters(qa: pl.DataFrame, *, seed: int, letters: Sequence[str]) -> p
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
         if row["options"]:
-            groups[(row["profile"], row["question_type"], row["budget"], row["video_kind"], len(row["options"]))].append(i)
+            group = (row["profile"], row["question_type"], row["budget"], row["video_kind"], len(row["options"]))
+            groups[group].append(i)
     for (_, _, _, _, n), members in groups.items():
         members.sort(key=lambda i: (unit_draw(seed, "letter", rows[i]["id"]), rows[i]["id"]))
         for rank, i in enumerate(members):

@@ -79,7 +79,8 @@ class BudgetContext:
             self.all_instances.append(inst)
             if inst.object_id in first_ts:
                 ts = first_ts[inst.object_id]
-                self.instances.append(Instance(inst.object_id, inst.category, inst.box, None if ts is None else float(ts)))
+                first = None if ts is None else float(ts)
+                self.instances.append(Instance(inst.object_id, inst.category, inst.box, first))
         self.by_category: dict[str, list[Instance]] = defaultdict(list)
         for inst in self.instances:
             self.by_category[inst.category].append(inst)

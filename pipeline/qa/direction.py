@@ -55,7 +55,9 @@ def rel_direction(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
         pairs = [ctx.distance(a, b), ctx.distance(a, c), ctx.distance(b, c)]
         if min(pairs) < min_pair or (max_pair is not None and max(pairs) > float(max_pair)):
             continue
-        result = direction_answer(a.box, b.box, c.box, backward, mode, margin_deg=margin, max_corner_outliers=max_corners)
+        result = direction_answer(
+            a.box, b.box, c.box, backward, mode, margin_deg=margin, max_corner_outliers=max_corners
+        )
         if result is None:
             continue
         label, info = result

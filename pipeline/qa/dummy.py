@@ -88,7 +88,9 @@ def dummy_questions(
     return out
 
 
-def dummy_object_sets(objects: pl.DataFrame, object_visibility: pl.DataFrame, key: str, budget: str = "16") -> list[list[int]]:
+def dummy_object_sets(
+    objects: pl.DataFrame, object_visibility: pl.DataFrame, key: str, budget: str = "16"
+) -> list[list[int]]:
     """The queried-object sets the dummy videos must cover for this scan's dummy questions.
 
     Counting asks about a category: its set is every instance of the category in

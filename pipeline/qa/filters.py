@@ -67,7 +67,8 @@ def apply_caps(qa: pl.DataFrame, profile: Profile, seed: int) -> pl.DataFrame:
     groups: dict[tuple, list[tuple[float, str]]] = defaultdict(list)
     for row in qa.select("id", "key", "budget", "question_type", "video_kind").iter_rows(named=True):
         if row["video_kind"] == "real":
-            groups[(row["key"], row["budget"], row["question_type"])].append((unit_draw(seed, "cap", row["id"]), row["id"]))
+            draw = unit_draw(seed, "cap", row["id"])
+            groups[(row["key"], row["budget"], row["question_type"])].append((draw, row["id"]))
     dropped: set[str] = set()
     for (_, _, question_type), members in groups.items():
         cap = profile.task(question_type).cap_per_scene

@@ -28,5 +28,8 @@ def unit_draw(seed: int, purpose: str, qid: str) -> float:
 
 
 def presentation_key(*parts: object) -> int:
-    """Seed-independent order for presentation choices (which object is named first), so ids never depend on the seed."""
+    """Seed-independent order for presentation choices (which object is named first).
+
+    Question text enters the id, so anything that shapes the text must not depend on the seed.
+    """
     return stable_int("presentation", *parts)

@@ -24,7 +24,9 @@ MCQ_FAMILIES = frozenset({"rel_distance", "rel_direction", "route_planning", "ap
 KNOWN_FAMILIES = frozenset(
     {"counting_single", "counting_multiple", "object_size", "room_size", "abs_distance"} | MCQ_FAMILIES
 )
-_TASK_KEYS = frozenset({"family", "template", "exclude", "skip_budgets", "keep", "cap_per_scene", "max_candidates", "params"})
+_TASK_KEYS = frozenset(
+    {"family", "template", "exclude", "skip_budgets", "keep", "cap_per_scene", "max_candidates", "params"}
+)
 
 
 @dataclass(frozen=True)

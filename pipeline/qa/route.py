@@ -77,7 +77,10 @@ def route_planning(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
             **geometry,
             "initial_angle_deg": _r(geometry["initial_angle_deg"]),
             "turn_angles_deg": [_r(a) for a in geometry["turn_angles_deg"]],
-            "legs": [{k: ([_r(v) for v in x] if isinstance(x, list) else _r(x)) for k, x in leg.items()} for leg in geometry["legs"]],
+            "legs": [
+                {k: ([_r(v) for v in x] if isinstance(x, list) else _r(x)) for k, x in leg.items()}
+                for leg in geometry["legs"]
+            ],
             "names": [labels[route.start_id], labels[route.facing_id], *visit],
             "room_test": polygon is not None,
         }

@@ -32,7 +32,11 @@ def object_size(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
                 template_id=rule.template_id,
                 question=render(rule.template, obj=inst.category),
                 used_obj_ids=[inst.object_id],
-                geometry={"names": [inst.category], "extent_m": [_r(e) for e in inst.box.extent], "longest_m": _r(longest)},
+                geometry={
+                    "names": [inst.category],
+                    "extent_m": [_r(e) for e in inst.box.extent],
+                    "longest_m": _r(longest),
+                },
                 answer_text=text,
                 answer_value=value,
             )

@@ -146,3 +146,34 @@ def test_undefined_geometry_is_rejected():
     assert direction_answer(a, small_box(B), small_box(A), False, "easy") is None
     with pytest.raises(ValueError):
         facing_angle(A, A, B, backward=False)
+
+
+def test_direction_table_matches_direction_answer_on_every_triple():
+    from pipeline.geometry.direction import direction_table
+
+    gen = np.random.default_rng(3)
+    boxes = []
+    for _ in range(9):
+        yaw = gen.uniform(0, 2 * np.pi)
+        r = np.array([[np.cos(yaw), -np.sin(yaw), 0], [np.sin(yaw), np.cos(yaw), 0], [0, 0, 1]])
+        boxes.append(OrientedBox(np.array([*gen.uniform(-4, 4, 2), 0.5]), gen.uniform(0.2, 1.5, 3), r[:, gen.permutation(3)]))
+    boxes.append(OrientedBox(boxes[0].center.copy(), np.array([0.3, 0.3, 0.3]), np.eye(3)))  # shares A's position
+    answered = 0
+    for mode in ("easy", "hard", "left_right"):
+        for backward in (False, True):
+            table = direction_table(boxes, backward, mode, margin_deg=20.0, max_corner_outliers=2)
+            for i in range(len(boxes)):
+                for j in range(len(boxes)):
+                    for k in range(len(boxes)):
+                        got = table.answer(i, j, k)
+                        if len({i, j, k}) < 3:
+                            assert got is None
+                            continue
+                        want = direction_answer(boxes[i], boxes[j], boxes[k], backward, mode, 20.0, 2)
+                        assert (got is None) == (want is None), (mode, backward, i, j, k)
+                        if want is not None:
+                            answered += 1
+                            assert got[0] == want[0]
+                            assert got[1]["angle_deg"] == pytest.approx(want[1]["angle_deg"], abs=1e-9)
+                            assert got[1]["corner_outliers"] == want[1]["corner_outliers"]
+    assert answered > 500

@@ -52,6 +52,7 @@ DEFAULT_ATTACHABLE_LABELS: tuple[str, ...] = (
 @dataclass
 class RepresentationConfig:
     neighborhood_radius: float = 1.0  # paper: centroids within 1.0 m
+    mesh_distance: str = "vertices"  # paper: closest vertex pair; "surface" adds vertex-to-triangle refinement
     contact_distance: float = 0.02  # paper: shortest mesh distance <= 2 cm is contact
     same_level_dz: float = 0.05  # paper: |centroid dz| <= 5 cm is the same level
     footprint_samples: int = 3  # grid side of xy sample points over the target's footprint (n x n + centre)

@@ -38,6 +38,7 @@ class ObjectGeometry:
     vertices: np.ndarray | None = None  # (n, 3) world frame
     triangles: np.ndarray | None = None  # (t, 3, 3) world-frame corner coordinates
     _tree: cKDTree | None = field(default=None, repr=False)
+    _heights: _HeightIndex | None = field(default=None, repr=False)
 
     @property
     def has_mesh(self) -> bool:
@@ -61,6 +62,13 @@ class ObjectGeometry:
             self._tree = cKDTree(self.vertices)
         return self._tree
 
+    @cached_property
+    def triangle_index(self) -> tuple[float, cKDTree]:
+        """(longest triangle edge, KD-tree of triangle centroids) for point-to-surface queries."""
+        tris = self.triangles
+        edge = float(np.linalg.norm(tris - np.roll(tris, 1, axis=1), axis=2).max())
+        return edge, cKDTree(tris.mean(axis=1))
+
     def footprint_samples(self, n: int, shrink: float, margin: float = 0.0) -> np.ndarray:
         """(n*n + 1, 2) xy points spread over the box footprint (plus its centre), for surface queries.
 
@@ -79,33 +87,47 @@ class ObjectGeometry:
     def surface_heights(self, points_xy: np.ndarray) -> list[np.ndarray]:
         """Per xy point, the z values where a vertical line through it meets this object's surface."""
         if self.triangles is not None and len(self.triangles):
-            return _triangle_heights(self.triangles, points_xy)
+            if self._heights is None:
+                self._heights = _HeightIndex(self.triangles)
+            return self._heights.heights(points_xy)
         if self.has_mesh:
             return _vertex_heights(self.vertices, points_xy, radius=0.02)
         return _box_heights(self.box, points_xy)
 
 
-def _triangle_heights(tris: np.ndarray, pts: np.ndarray) -> list[np.ndarray]:
-    out: list[np.ndarray] = []
-    lo = tris[:, :, :2].min(axis=1)
-    hi = tris[:, :, :2].max(axis=1)
-    for p in np.asarray(pts, dtype=float):
-        near = np.all((lo <= p + 1e-9) & (hi >= p - 1e-9), axis=1)
-        t = tris[near]
-        if not len(t):
-            out.append(np.empty(0))
-            continue
-        a, b, c = t[:, 0], t[:, 1], t[:, 2]
-        v0, v1, v2 = b[:, :2] - a[:, :2], c[:, :2] - a[:, :2], p - a[:, :2]
+class _HeightIndex:
+    """Non-vertical triangles of one object, indexed by xy centroid for vertical-line queries."""
+
+    def __init__(self, tris: np.ndarray):
+        xy = tris[:, :, :2]
+        v0, v1 = xy[:, 1] - xy[:, 0], xy[:, 2] - xy[:, 0]
         den = v0[:, 0] * v1[:, 1] - v1[:, 0] * v0[:, 1]
-        ok = np.abs(den) > 1e-12  # vertical triangles have no height at a point
-        den = np.where(ok, den, 1.0)
-        u = (v2[:, 0] * v1[:, 1] - v1[:, 0] * v2[:, 1]) / den
-        v = (v0[:, 0] * v2[:, 1] - v2[:, 0] * v0[:, 1]) / den
-        inside = ok & (u >= -1e-9) & (v >= -1e-9) & (u + v <= 1 + 1e-9)
-        z = a[:, 2] + u * (b[:, 2] - a[:, 2]) + v * (c[:, 2] - a[:, 2])
-        out.append(np.sort(z[inside]))
-    return out
+        keep = np.abs(den) > 1e-12  # vertical triangles have no height at a point
+        self.tris = tris[keep]
+        self.den = den[keep]
+        centroids = self.tris[:, :, :2].mean(axis=1)
+        self.radius = float(np.linalg.norm(self.tris[:, :, :2] - centroids[:, None, :], axis=2).max()) if len(centroids) else 0.0
+        self.tree = cKDTree(centroids) if len(centroids) else None
+
+    def heights(self, pts: np.ndarray) -> list[np.ndarray]:
+        pts = np.asarray(pts, dtype=float)
+        if self.tree is None:
+            return [np.empty(0) for _ in pts]
+        out: list[np.ndarray] = []
+        for p, idx in zip(pts, self.tree.query_ball_point(pts, r=self.radius + 1e-9)):
+            if not idx:
+                out.append(np.empty(0))
+                continue
+            idx = np.asarray(idx)
+            t, den = self.tris[idx], self.den[idx]
+            a, b, c = t[:, 0], t[:, 1], t[:, 2]
+            v0, v1, v2 = b[:, :2] - a[:, :2], c[:, :2] - a[:, :2], p - a[:, :2]
+            u = (v2[:, 0] * v1[:, 1] - v1[:, 0] * v2[:, 1]) / den
+            v = (v0[:, 0] * v2[:, 1] - v2[:, 0] * v0[:, 1]) / den
+            inside = (u >= -1e-9) & (v >= -1e-9) & (u + v <= 1 + 1e-9)
+            z = a[:, 2] + u * (b[:, 2] - a[:, 2]) + v * (c[:, 2] - a[:, 2])
+            out.append(np.sort(z[inside]))
+        return out
 
 
 def _vertex_heights(vertices: np.ndarray, pts: np.ndarray, radius: float) -> list[np.ndarray]:
@@ -180,10 +202,66 @@ def box_distance(a: OrientedBox, b: OrientedBox) -> float:
     return float(obb_distance(a, b))
 
 
-def shortest_distance(a: ObjectGeometry, b: ObjectGeometry) -> tuple[float, str]:
-    """(metres, source): closest vertex pair when both have vertices, else box to box."""
+def shortest_distance(a: ObjectGeometry, b: ObjectGeometry, mode: str = "vertices") -> tuple[float, str]:
+    """(metres, source): closest vertex pair when both have vertices, else box to box.
+
+    ``mode="surface"`` refines the vertex distance to vertex-to-triangle
+    distances both ways, which stays exact on coarsely triangulated flat
+    surfaces where the closest vertices can be far apart.
+    """
     if a.has_mesh and b.has_mesh:
         small, large = (a, b) if len(a.vertices) <= len(b.vertices) else (b, a)
         d, _ = large.tree.query(small.vertices, k=1)
-        return float(d.min()), "mesh"
+        best = float(d.min())
+        if mode == "surface":
+            best = min(best, _vertex_to_triangles(a, b, best), _vertex_to_triangles(b, a, best))
+        return best, "mesh"
     return box_distance(a.box, b.box), "box"
+
+
+def _vertex_to_triangles(points_of: ObjectGeometry, tris_of: ObjectGeometry, bound: float) -> float:
+    """Shortest distance from ``points_of``'s vertices to ``tris_of``'s triangles, looked for below ``bound``."""
+    tris = tris_of.triangles
+    if tris is None or not len(tris):
+        return bound
+    edge, centroid_tree = tris_of.triangle_index
+    reach = bound + edge  # a triangle point within `bound` of p has a corner within bound + edge of p
+    d, _ = tris_of.tree.query(points_of.vertices, k=1, distance_upper_bound=reach)
+    pts = points_of.vertices[np.isfinite(d)]
+    if not len(pts):
+        return bound
+    lists = centroid_tree.query_ball_point(pts, r=reach)
+    sizes = np.fromiter((len(i) for i in lists), dtype=np.int64, count=len(lists))
+    if not sizes.sum():
+        return bound
+    point_idx = np.repeat(np.arange(len(pts)), sizes)
+    tri_idx = np.fromiter((j for i in lists for j in i), dtype=np.int64, count=int(sizes.sum()))
+    return min(bound, float(_point_triangle_distance(pts[point_idx], tris[tri_idx]).min()))
+
+
+def _point_triangle_distance(p: np.ndarray, tris: np.ndarray) -> np.ndarray:
+    """Distance from each point to its triangle, (n, 3) and (n, 3, 3) (closest point by Voronoi region)."""
+    a, b, c = tris[:, 0], tris[:, 1], tris[:, 2]
+    ab, ac, ap = b - a, c - a, p - a
+    d1, d2 = np.einsum("ij,ij->i", ab, ap), np.einsum("ij,ij->i", ac, ap)
+    bp, cp = p - b, p - c
+    d3, d4 = np.einsum("ij,ij->i", ab, bp), np.einsum("ij,ij->i", ac, bp)
+    d5, d6 = np.einsum("ij,ij->i", ab, cp), np.einsum("ij,ij->i", ac, cp)
+    vc, vb, va = d1 * d4 - d3 * d2, d5 * d2 - d1 * d6, d3 * d6 - d5 * d4
+    denom = va + vb + vc
+    safe = np.where(np.abs(denom) > 1e-18, denom, 1.0)
+    closest = a + ab * (vb / safe)[:, None] + ac * (vc / safe)[:, None]  # interior
+    # edges and corners, later assignments take precedence in the order of the region tests
+    bc_t = (d4 - d3) / np.where(np.abs((d4 - d3) + (d5 - d6)) > 1e-18, (d4 - d3) + (d5 - d6), 1.0)
+    on_bc = (va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0)
+    closest = np.where(on_bc[:, None], b + (c - b) * bc_t[:, None], closest)
+    ac_t = d2 / np.where(np.abs(d2 - d6) > 1e-18, d2 - d6, 1.0)
+    on_ac = (vb <= 0) & (d2 >= 0) & (d6 <= 0)
+    closest = np.where(on_ac[:, None], a + ac * ac_t[:, None], closest)
+    ab_t = d1 / np.where(np.abs(d1 - d3) > 1e-18, d1 - d3, 1.0)
+    on_ab = (vc <= 0) & (d1 >= 0) & (d3 <= 0)
+    closest = np.where(on_ab[:, None], a + ab * ab_t[:, None], closest)
+    closest = np.where(((d6 >= 0) & (d5 <= d6))[:, None], c, closest)
+    closest = np.where(((d3 >= 0) & (d4 <= d3))[:, None], b, closest)
+    closest = np.where(((d1 <= 0) & (d2 <= 0))[:, None], a, closest)
+    return np.linalg.norm(p - closest, axis=-1)

@@ -3,7 +3,11 @@
 ``pinpoint_targets``: small-vocabulary objects whose lowercase label is unique
 in the scene, with their chosen supporting surface. ``pinpoint_neighbors``:
 per target, every non-structural object whose centroid lies within
-``neighborhood_radius`` of the target's, with the measurements every task is
+``neighborhood_radius`` of the target's (plus the chosen support when it is a
+large object whose centroid lies farther, e.g. a phone at the edge of a bed:
+support candidates also include every object whose box comes within
+``contact_distance + max_support_gap`` of the target's, and the floor), with
+the measurements every task is
 generated from (shortest distance, horizontal separation, vertical offset,
 contact, same level, relation, support). Questions are generated from these
 tables alone, so a reviewer can audit any answer against one row.
@@ -17,8 +21,9 @@ import numpy as np
 import polars as pl
 
 from pipeline import schemas
+from pipeline.errors import ConfigError
 from pipeline.pinpoint.config import PinpointConfig
-from pipeline.pinpoint.geometry import ObjectGeometry, scene_geometry, shortest_distance
+from pipeline.pinpoint.geometry import ObjectGeometry, box_distance, scene_geometry, shortest_distance
 from pipeline.pinpoint.relations import PairEvidence, classify_relation
 from pipeline.pinpoint.support import choose_support, placement, resting_height, support_candidate
 from pipeline.scene import ParsedScan
@@ -50,6 +55,18 @@ def _same_support(
     return height is not None and abs(height - support_top) <= cfg.representation.same_level_dz
 
 
+def _large_surfaces(
+    target: ObjectGeometry, others: list[ObjectGeometry], neighbours: list[ObjectGeometry], cfg: PinpointConfig
+) -> list[ObjectGeometry]:
+    """Objects outside the centroid radius whose box nearly touches the target: a bed or counter can carry it."""
+    reach = cfg.representation.contact_distance + cfg.support.max_support_gap
+    near = {g.object_id for g in neighbours}
+    return [
+        g for g in others
+        if g.object_id != target.object_id and g.object_id not in near and box_distance(target.box, g.box) <= reach
+    ]
+
+
 def build_representation(
     key: str,
     objects: pl.DataFrame,
@@ -59,6 +76,8 @@ def build_representation(
     """(pinpoint_targets, pinpoint_neighbors) for one scan; ``scan`` may be None for box-only annotations."""
     cfg = config or PinpointConfig()
     rep = cfg.representation
+    if rep.mesh_distance not in ("vertices", "surface"):
+        raise ConfigError(f"pinpointqa.representation.mesh_distance: {rep.mesh_distance!r} is not 'vertices' or 'surface'")
     geoms = scene_geometry(scan, objects.filter(pl.col("key") == key) if "key" in objects.columns else objects)
     floors = _floors(geoms, cfg)
     others = [g for g in geoms.values() if not g.structural]
@@ -70,17 +89,19 @@ def build_representation(
         ring = target.footprint_samples(rep.footprint_samples, rep.footprint_shrink, rep.support_search_margin)
         dist = np.linalg.norm(centroids - target.centroid, axis=1) if len(others) else np.empty(0)
         neighbours = [g for g, d in zip(others, dist) if d <= rep.neighborhood_radius and g.object_id != target.object_id]
-        measured = {g.object_id: shortest_distance(target, g) for g in neighbours + floors}
-        inner = {g.object_id: placement(target, g, samples) for g in neighbours + floors}
-        candidates = [
-            support_candidate(target, g, measured[g.object_id][0], inner[g.object_id], ring) for g in neighbours + floors
-        ]
+        large = _large_surfaces(target, others, neighbours, cfg)
+        pool = neighbours + large + floors
+        measured = {g.object_id: shortest_distance(target, g, rep.mesh_distance) for g in pool}
+        inner = {g.object_id: placement(target, g, samples) for g in pool}
+        candidates = [support_candidate(target, g, measured[g.object_id][0], inner[g.object_id], ring) for g in pool]
         support = choose_support(candidates, cfg)
         support_geom = support.geom if support is not None else None
         support_top = None
         if support is not None:
             p = support.placement
             support_top = target.z_range[0] if p.inside_box or p.top is None else p.top
+        if support_geom is not None and support_geom in large:
+            neighbours = sorted([*neighbours, support_geom], key=lambda g: g.object_id)
         for g in neighbours:
             shortest, source = measured[g.object_id]
             dz = float(target.centroid[2] - g.centroid[2])

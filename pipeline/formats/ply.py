@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from plyfile import PlyData, PlyElement
+from plyfile import PlyData
 
 
 @dataclass
@@ -77,37 +77,51 @@ def write_ply(
     colors: np.ndarray | None = None,
     vertex_properties: dict[str, np.ndarray] | None = None,
     face_properties: dict[str, np.ndarray] | None = None,
-    comment: str = "VCGLIB generated",
+    comment: str | None = "VCGLIB generated",
+    alpha: bool = True,
 ) -> None:
-    """Write binary little-endian PLY in ScanNet's layout (float xyz, uchar rgba, uchar-count int faces)."""
-    n = len(vertices)
-    vdtype = [("x", "<f4"), ("y", "<f4"), ("z", "<f4")]
+    """Write binary little-endian PLY: float xyz, uchar rgb(a), uchar-count int triangles, extra scalar properties.
+
+    ScanNet's meshes carry an alpha channel and a VCGLIB comment; ScanNet++ and
+    ARKitScenes meshes have neither (``alpha=False, comment=None``). Each
+    element is written as one numpy buffer: going through plyfile face by face
+    takes seconds for a synthetic scene's ~0.7M triangles.
+    """
+    vfields = [("x", "<f4"), ("y", "<f4"), ("z", "<f4")]
     if colors is not None:
-        vdtype += [("red", "u1"), ("green", "u1"), ("blue", "u1"), ("alpha", "u1")]
-    for name, arr in (vertex_properties or {}).items():
-        vdtype.append((name, np.asarray(arr).dtype.str))
-    vdata = np.empty(n, dtype=vdtype)
-    vdata["x"], vdata["y"], vdata["z"] = (vertices[:, i].astype(np.float32) for i in range(3))
+        vfields += [("red", "u1"), ("green", "u1"), ("blue", "u1")] + ([("alpha", "u1")] if alpha else [])
+    vextra = {k: np.asarray(v) for k, v in (vertex_properties or {}).items()}
+    vfields += [(name, arr.dtype.newbyteorder("<").str) for name, arr in vextra.items()]
+    vdata = np.empty(len(vertices), dtype=vfields)
+    for i, axis in enumerate("xyz"):
+        vdata[axis] = vertices[:, i]
     if colors is not None:
-        vdata["red"], vdata["green"], vdata["blue"] = (colors[:, i] for i in range(3))
-        vdata["alpha"] = 255
-    for name, arr in (vertex_properties or {}).items():
+        for i, channel in enumerate(("red", "green", "blue")):
+            vdata[channel] = colors[:, i]
+        if alpha:
+            vdata["alpha"] = 255
+    for name, arr in vextra.items():
         vdata[name] = arr
-    fdtype = [("vertex_indices", "O")]
-    for name, arr in (face_properties or {}).items():
-        fdtype.append((name, np.asarray(arr).dtype.str))
-    fdata = np.empty(len(triangles), dtype=fdtype)
-    fdata["vertex_indices"] = list(np.asarray(triangles, dtype=np.int32))
-    for name, arr in (face_properties or {}).items():
-        fdata[name] = arr
-    ply = PlyData(
-        [
-            PlyElement.describe(vdata, "vertex"),
-            PlyElement.describe(fdata, "face", val_types={"vertex_indices": "i4"}, len_types={"vertex_indices": "u1"}),
-        ],
-        text=False,
-        byte_order="<",
-        comments=[comment] if comment else [],
+    fextra = {k: np.asarray(v) for k, v in (face_properties or {}).items()}
+    fdata = np.empty(
+        len(triangles),
+        dtype=[("n", "u1"), ("idx", "<i4", (3,))] + [(n, a.dtype.newbyteorder("<").str) for n, a in fextra.items()],
     )
+    fdata["n"] = 3
+    fdata["idx"] = triangles
+    for name, arr in fextra.items():
+        fdata[name] = arr
+    header = ["ply", "format binary_little_endian 1.0"] + ([f"comment {comment}"] if comment else [])
+    header.append(f"element vertex {len(vertices)}")
+    header += [f"property {_PLY_TYPES[np.dtype(dt).str.lstrip('<|')]} {name}" for name, dt in vfields]
+    header.append(f"element face {len(triangles)}")
+    header.append("property list uchar int vertex_indices")
+    header += [f"property {_PLY_TYPES[a.dtype.str.lstrip('<>|=')]} {n}" for n, a in fextra.items()]
+    header.append("end_header")
     with open(path, "wb") as fh:
-        ply.write(fh)
+        fh.write(("\n".join(header) + "\n").encode("ascii"))
+        fh.write(vdata.tobytes())
+        fh.write(fdata.tobytes())
+
+
+_PLY_TYPES = {"f4": "float", "f8": "double", "u1": "uchar", "i1": "char", "u2": "ushort", "i2": "short", "u4": "uint", "i4": "int"}

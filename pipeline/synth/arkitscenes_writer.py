@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from pipeline.formats.ply import write_ply
 from pipeline.geometry.obb import normalized_axes_of
 from pipeline.readers.arkitscenes import (
     METADATA_NAME,
@@ -33,7 +34,6 @@ from pipeline.readers.arkitscenes import (
 )
 from pipeline.synth.render import FrameRenderer
 from pipeline.synth.scannet_writer import TRUTH_SUFFIX, truth_dict
-from pipeline.synth.scannetpp_writer import write_colour_mesh_ply
 from pipeline.synth.scene import SynthScene
 from pipeline.video import rotate_image
 
@@ -133,7 +133,7 @@ def write_arkitscenes(scene: SynthScene, out_dir, sky_direction: str = "Up", pro
     (frames / "lowres_wide").mkdir(parents=True, exist_ok=True)
     (frames / "lowres_wide_intrinsics").mkdir(parents=True, exist_ok=True)
     mesh = scene.mesh
-    write_colour_mesh_ply(folder / mesh_name(vid), mesh.vertices, mesh.triangles, mesh.colors)
+    write_ply(folder / mesh_name(vid), mesh.vertices, mesh.triangles, mesh.colors, comment=None, alpha=False)
     (folder / annotation_name(vid)).write_text(json.dumps(_annotation(scene), indent=1) + "\n")
     # The stored image is the sky-up one turned back: sky-up = stored turned SKY_ROTATION clockwise.
     store_turn = (360 - SKY_ROTATION[sky_direction]) % 360

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.formats.ply import write_ply
 from pipeline.geometry.obb import normalized_axes_of
 from pipeline.readers.scannetpp import ANNOTATION_PATH, IPHONE_FPS, MESH_PATH, POSES_PATH, SEGMENTS_PATH
 from pipeline.synth.render import FrameRenderer
@@ -32,32 +33,6 @@ from pipeline.synth.scene import SynthScene
 from pipeline.video import VideoWriter
 
 VIDEO_NAME = "iphone/rgb.mp4"
-
-
-def write_colour_mesh_ply(path, vertices: np.ndarray, triangles: np.ndarray, colors: np.ndarray) -> None:
-    """Binary PLY with float xyz + uchar rgb vertices and uchar-count int triangles, as ScanNet++/ARKitScenes ship.
-
-    Written with one numpy buffer per element: the generic ``write_ply`` goes
-    through plyfile face by face, which takes seconds for a 0.7M-triangle scene.
-    """
-    vertex = np.empty(len(vertices), dtype=[("xyz", "<f4", (3,)), ("rgb", "u1", (3,))])
-    vertex["xyz"] = vertices
-    vertex["rgb"] = colors
-    face = np.empty(len(triangles), dtype=[("n", "u1"), ("idx", "<i4", (3,))])
-    face["n"] = 3
-    face["idx"] = triangles
-    header = (
-        "ply\nformat binary_little_endian 1.0\n"
-        f"element vertex {len(vertices)}\n"
-        "property float x\nproperty float y\nproperty float z\n"
-        "property uchar red\nproperty uchar green\nproperty uchar blue\n"
-        f"element face {len(triangles)}\n"
-        "property list uchar int vertex_indices\nend_header\n"
-    )
-    with open(path, "wb") as fh:
-        fh.write(header.encode("ascii"))
-        fh.write(vertex.tobytes())
-        fh.write(face.tobytes())
 
 
 def repeats_per_frame(scene: SynthScene) -> int:
@@ -114,7 +89,7 @@ def write_scannetpp(scene: SynthScene, out_dir, progress=None) -> Path:
     (folder / "scans").mkdir(parents=True, exist_ok=True)
     (folder / "iphone").mkdir(parents=True, exist_ok=True)
     mesh = scene.mesh
-    write_colour_mesh_ply(folder / MESH_PATH, mesh.vertices, mesh.triangles, mesh.colors)
+    write_ply(folder / MESH_PATH, mesh.vertices, mesh.triangles, mesh.colors, comment=None, alpha=False)
     segments = {"sceneId": scene.scene_id, "segIndices": [int(s) for s in scene.segments]}
     (folder / SEGMENTS_PATH).write_text(json.dumps(segments) + "\n")
     (folder / ANNOTATION_PATH).write_text(json.dumps(_annotation(scene), indent=1) + "\n")

@@ -220,3 +220,19 @@ def test_distance_bench_reports_rates_and_agreement():
     assert result["sampled_below_exact"] == 0
     assert result["batched_max_abs_diff_m"] < 1e-9
     assert "speed-up" in format_result(result)
+
+
+def test_flat_and_degenerate_boxes():
+    # Panels (one zero side), sticks (two) and points (three) are still convex sets with exact distances.
+    gen = np.random.default_rng(8)
+    boxes = random_boxes(9, 120)
+    flat = []
+    for k, b in enumerate(boxes):
+        extent = b.extent.copy()
+        extent[gen.permutation(3)[: 1 + k % 3]] = 0.0
+        flat.append(box(b.center, extent, b.rotation))
+    a_boxes, b_boxes = flat[::2], boxes[1::2]
+    exact = obb_pair_distances(a_boxes, b_boxes)
+    np.testing.assert_allclose(exact, alternating_projection_distance(a_boxes, b_boxes), atol=1e-6)
+    for a, b, d in zip(a_boxes, b_boxes, exact):
+        assert obb_closest_points(a, b)[0] == pytest.approx(d, abs=1e-9)

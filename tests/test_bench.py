@@ -15,16 +15,10 @@ def test_synthetic_room_reaches_triangle_target_with_many_objects():
     assert len(np.unique(mesh.triangle_object_ids)) == 36  # 6 structural + 30 boxes
 
 
-def test_visibility_bench_reports_the_documented_fields():
-    result = bench.run_visibility_bench(triangles=3_000, frames=6, scale=0.5)
-    for field in ("frames_per_s", "raw_frames_per_s", "ratio", "triangles", "frames",
-                  "reduced_speedup", "reduced_max_fraction_error_pp"):
-        assert field in result
-    assert result["frames"] == 6 and result["triangles"] >= 3_000
-    assert result["visibility_rows"] > 0
-
-
 def test_bench_command_prints_one_json_object(capsys):
     assert main(["bench", "visibility", "--json", "--triangles", "2000", "--frames", "4"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["frames"] == 4 and "ratio" in out
+    for field in ("frames_per_s", "raw_frames_per_s", "ratio", "triangles", "frames",
+                  "reduced_speedup", "reduced_max_fraction_error_pp"):
+        assert field in out
+    assert out["frames"] == 4 and out["triangles"] >= 2000 and out["visibility_rows"] > 0

@@ -84,7 +84,7 @@ def test_budgets_match_spec_formula_for_a_long_sequence():
     assert np.array_equal(pos[16], idx16)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     n_source=st.integers(min_value=1, max_value=400),
     source_fps=st.sampled_from([1.0, 4.0, 6.0, 10.0, 15.0, 30.0, 60.0]),

@@ -305,10 +305,17 @@ def _scene_graph(boxes, labels, room_polygon, *, turn_margin_deg, walk_half_widt
     return _SceneGraph(ids[cand], points, heading, length, clear, turn)
 
 
-def _paths(graph: _SceneGraph, n_waypoints: int) -> np.ndarray:
+# Partial paths kept per extension step; beyond this a seeded random subset is extended, so that
+# open rooms with many candidates (tens of thousands of 3-turn paths) stay cheap in time and memory.
+MAX_PARTIAL_PATHS = 20_000
+
+
+def _paths(graph: _SceneGraph, n_waypoints: int, rng: np.random.Generator) -> np.ndarray:
     """(M, n_waypoints + 2) candidate-index paths start, X, ..., goal with clear legs and valid turns."""
     paths = np.argwhere(graph.clear)  # (M, 2) start -> first waypoint
     for _ in range(n_waypoints):
+        if len(paths) > MAX_PARTIAL_PATHS:
+            paths = paths[np.sort(rng.choice(len(paths), size=MAX_PARTIAL_PATHS, replace=False))]
         prev, last = paths[:, -2], paths[:, -1]
         ok = graph.clear[last] & (graph.turn[prev, last] > 0)  # (M, N)
         for col in range(paths.shape[1]):
@@ -357,7 +364,7 @@ def find_routes(
     for k in sorted(set(int(k) for k in n_waypoints)):
         if k < 1:
             raise ValueError(f"find_routes: n_waypoints must be >= 1 (one turn per waypoint), got {k}")
-        paths = _paths(graph, k)
+        paths = _paths(graph, k, rng)
         pools.append(paths[rng.permutation(len(paths))])
     straight_max = 45.0 - turn_margin_deg
     routes: list[Route] = []

@@ -216,7 +216,10 @@ def plan_route(
     turns = [classify_turn(d, turn_margin_deg) for d in np.atleast_1d(deltas)]
     if any(t is None for t in turns):
         return None
-    footprints = box_footprints([*route_boxes, *obstacles])
+    # Route objects block the legs they do not end; copies of them among ``obstacles`` are dropped so a
+    # leg never blocks on its own endpoint.
+    others = [o for o in obstacles if not any(o is r for r in route_boxes)]
+    footprints = box_footprints([*route_boxes, *others])
     n_route = len(route_boxes)
     obstacle_mask = np.ones(len(footprints), dtype=bool)
     clear = legs_clear(

@@ -15,6 +15,7 @@ from assets.partitions import scan_partitions
     name="weekly_full_rebuild",
     cron_schedule="0 3 * * 0",
     job_name=SCAN_JOB,
+    default_status=dg.DefaultScheduleStatus.RUNNING,
     description="Every Sunday 03:00 UTC: rebuild all scan partitions.",
 )
 def weekly_full_rebuild(context: dg.ScheduleEvaluationContext):

@@ -4,6 +4,8 @@ The discovery cursor maps each scan key to the fingerprint of its file listing
 (``pipeline.discovery.scan_fingerprint``), so a tick requests runs only for
 scans that are new or whose files changed since the previous tick; run keys
 include the fingerprint, so a re-evaluated tick never launches a duplicate.
+Both sensors start running with the daemon (``dagster dev``): dropping a scan
+folder into the scans root is all it takes to build it.
 """
 
 import json
@@ -28,6 +30,7 @@ ACTIVE_STATUSES = [
     name="scan_discovery",
     job_name=SCAN_JOB,
     minimum_interval_seconds=120,
+    default_status=dg.DefaultSensorStatus.RUNNING,
     description="Adds a partition for every new scan folder under the scans root and runs new or changed scans.",
 )
 def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SensorResult:
@@ -56,6 +59,7 @@ def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource
     name="dataset_refresh",
     job_name=DATASET_JOB,
     minimum_interval_seconds=300,
+    default_status=dg.DefaultSensorStatus.RUNNING,
     description="Rebuilds the dataset-wide assets once scan runs have finished and at least one succeeded since.",
 )
 def dataset_refresh(context: dg.SensorEvaluationContext) -> dg.SensorResult:

@@ -15,7 +15,6 @@ from pipeline.storage import read_table, upath
 from tests.dagster_fakes import install_fake_reader, write_fake_scan
 
 
-
 @dataclass
 class Bucket:
     name: str

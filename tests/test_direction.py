@@ -6,6 +6,7 @@ angle θ counter-clockwise from the facing direction is at d·(-sin θ, cos θ) 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -159,21 +160,29 @@ def test_direction_table_matches_direction_answer_on_every_triple():
         boxes.append(OrientedBox(np.array([*gen.uniform(-4, 4, 2), 0.5]), gen.uniform(0.2, 1.5, 3), r[:, gen.permutation(3)]))
     boxes.append(OrientedBox(boxes[0].center.copy(), np.array([0.3, 0.3, 0.3]), np.eye(3)))  # shares A's position
     answered = 0
-    for mode in ("easy", "hard", "left_right"):
-        for backward in (False, True):
-            table = direction_table(boxes, backward, mode, margin_deg=20.0, max_corner_outliers=2)
-            for i in range(len(boxes)):
-                for j in range(len(boxes)):
-                    for k in range(len(boxes)):
-                        got = table.answer(i, j, k)
-                        if len({i, j, k}) < 3:
-                            assert got is None
-                            continue
-                        want = direction_answer(boxes[i], boxes[j], boxes[k], backward, mode, 20.0, 2)
-                        assert (got is None) == (want is None), (mode, backward, i, j, k)
-                        if want is not None:
-                            answered += 1
-                            assert got[0] == want[0]
-                            assert got[1]["angle_deg"] == pytest.approx(want[1]["angle_deg"], abs=1e-9)
-                            assert got[1]["corner_outliers"] == want[1]["corner_outliers"]
+    for mode, backward, upper in itertools.product(("easy", "hard", "left_right"), (False, True), (False, True)):
+        table = direction_table(boxes, backward, mode, margin_deg=20.0, max_corner_outliers=2, upper_margin_only=upper)
+        for i, j, k in itertools.product(range(len(boxes)), repeat=3):
+            got = table.answer(i, j, k)
+            if len({i, j, k}) < 3:
+                assert got is None
+                continue
+            want = direction_answer(boxes[i], boxes[j], boxes[k], backward, mode, 20.0, 2, upper)
+            assert (got is None) == (want is None), (mode, backward, upper, i, j, k)
+            if want is not None:
+                answered += 1
+                assert got[0] == want[0]
+                assert got[1]["angle_deg"] == pytest.approx(want[1]["angle_deg"], abs=1e-9)
+                assert got[1]["boundary_margin_deg"] == pytest.approx(want[1]["boundary_margin_deg"], abs=1e-9)
+                assert got[1]["corner_outliers"] == want[1]["corner_outliers"]
     assert answered > 500
+
+
+def test_vsibench_one_sided_margin_only_guards_the_counter_clockwise_edge():
+    a, b = small_box(A), small_box(B)
+    # 5° past the front-left/back-left edge (95°): 85° from the upper edge 180° -> kept one-sided.
+    assert direction_answer(a, b, small_box(at_angle(95.0)), False, "hard", 10.0) is None
+    kept = direction_answer(a, b, small_box(at_angle(95.0)), False, "hard", 10.0, upper_margin_only=True)
+    assert kept is not None and kept[0] == "back-left" and kept[1]["boundary_margin_deg"] == pytest.approx(85.0)
+    # 5° before the edge (85°): rejected either way.
+    assert direction_answer(a, b, small_box(at_angle(85.0)), False, "hard", 10.0, upper_margin_only=True) is None

@@ -106,6 +106,7 @@ def direction_answer(
     mode: str,
     margin_deg: float = 35.0,
     max_corner_outliers: int = 2,
+    upper_margin_only: bool = False,
 ) -> tuple[str, dict] | None:
     """The answer label for C, or None where ReVSI would drop the question as ambiguous.
 
@@ -113,6 +114,9 @@ def direction_answer(
     ``mode``; more than ``max_corner_outliers`` of C's 8 box corners in a bin
     other than the centre's (a large or near object straddles two answers);
     undefined geometry (A and B, or A and C, at the same floor position).
+    ``upper_margin_only`` measures the margin only to the counter-clockwise
+    end of the centre's bin, as VSI-Bench's quadrant generator does
+    (``90 - angle % 90 < threshold``); for reproducing profile ``vsibench``.
     ``info`` holds the measurements for auditing.
     """
     spec = _mode(mode)
@@ -133,10 +137,13 @@ def direction_answer(
     angles[angles >= 360.0] = 0.0
     angle = float(angles[0])
     edges = np.asarray(spec.edges)
-    margin = float(np.abs((angle - edges + 180.0) % 360.0 - 180.0).min())
+    bins = np.searchsorted(edges, angles, side="right") - 1
+    if upper_margin_only:
+        margin = float(np.append(edges, 360.0)[bins[0] + 1] - angle)
+    else:
+        margin = float(np.abs((angle - edges + 180.0) % 360.0 - 180.0).min())
     if margin < margin_deg:
         return None
-    bins = np.searchsorted(edges, angles, side="right") - 1
     outliers = int(np.count_nonzero(bins[1:] != bins[0]))
     if outliers > max_corner_outliers:
         return None
@@ -192,6 +199,7 @@ def direction_table(
     mode: str,
     margin_deg: float = 35.0,
     max_corner_outliers: int = 2,
+    upper_margin_only: bool = False,
 ) -> DirectionTable:
     """All ordered triples of ``boxes`` at once: what a question generator scanning permutations should call.
 
@@ -225,8 +233,11 @@ def direction_table(
         dot = facing[:, None, None, 0] * v[None, :, :, 0] + facing[:, None, None, 1] * v[None, :, :, 1]
         angles = np.degrees(np.arctan2(cross, dot)) % 360.0  # (N_B, N_C, 9)
         angles[angles >= 360.0] = 0.0
-        margin = np.abs((angles[:, :, :1] - edges + 180.0) % 360.0 - 180.0).min(axis=2)
         bins = np.searchsorted(edges, angles, side="right") - 1
+        if upper_margin_only:
+            margin = np.append(edges, 360.0)[bins[:, :, 0] + 1] - angles[:, :, 0]
+        else:
+            margin = np.abs((angles[:, :, :1] - edges + 180.0) % 360.0 - 180.0).min(axis=2)
         outliers = np.count_nonzero(bins[:, :, 1:] != bins[:, :, :1], axis=2)
         defined = np.any(facing != 0.0, axis=1)[:, None] & ~np.any(np.all(v == 0.0, axis=2), axis=1)[None, :]
         distinct = np.ones((n, n), dtype=bool)

@@ -236,3 +236,13 @@ def test_flat_and_degenerate_boxes():
     np.testing.assert_allclose(exact, alternating_projection_distance(a_boxes, b_boxes), atol=1e-6)
     for a, b, d in zip(a_boxes, b_boxes, exact):
         assert obb_closest_points(a, b)[0] == pytest.approx(d, abs=1e-9)
+
+
+def test_mesh_distance_matches_brute_force():
+    from scipy.spatial.distance import cdist
+
+    gen = np.random.default_rng(11)
+    for k in range(20):
+        a = gen.normal(size=(int(gen.integers(1, 300)), 3)) * gen.uniform(0.1, 1.0)
+        b = gen.normal(size=(int(gen.integers(1, 300)), 3)) * gen.uniform(0.1, 1.0) + gen.normal(size=3) * k / 5
+        assert mesh_distance(a, b) == pytest.approx(cdist(a, b).min(), abs=1e-12)

@@ -305,11 +305,27 @@ def _intersection_witness(ha, hb, rel_rot, rel_t) -> np.ndarray | None:
 
 
 def mesh_distance(vertices_a: np.ndarray, vertices_b: np.ndarray) -> float:
-    """Shortest vertex-to-vertex distance between two objects' mesh vertices."""
+    """Shortest vertex-to-vertex distance between two objects' mesh vertices.
+
+    A k-d tree query from a vertex far from the other object visits much of
+    the tree (scan surfaces are dense sheets with many near-equidistant
+    points), so a tight upper bound comes first -- nearest-neighbour hops
+    back and forth from the vertex nearest the other object's centroid --
+    and every query is cut off at it. Exact: the bound is itself a vertex pair.
+    """
     va = np.asarray(vertices_a, dtype=float).reshape(-1, 3)
     vb = np.asarray(vertices_b, dtype=float).reshape(-1, 3)
     if len(va) == 0 or len(vb) == 0:
         raise ValueError(f"mesh_distance: empty vertex set ({len(va)} and {len(vb)} vertices)")
     big, small = (va, vb) if len(va) >= len(vb) else (vb, va)
-    dist, _ = cKDTree(big).query(small, k=1)
-    return float(dist.min())
+    tree_big, tree_small = cKDTree(big), cKDTree(small)
+    j = int(np.argmin(np.sum((small - big.mean(axis=0)) ** 2, axis=1)))
+    bound = np.inf
+    for _ in range(50):
+        _, i = tree_big.query(small[j], k=1)
+        hop, j_next = tree_small.query(big[i], k=1)
+        if hop >= bound:
+            break
+        bound, j = float(hop), int(j_next)
+    dist, _ = tree_big.query(small, k=1, distance_upper_bound=bound * (1.0 + 1e-12) + 1e-12)
+    return float(min(bound, dist.min()))

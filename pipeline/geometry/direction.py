@@ -11,7 +11,10 @@ a positive margin, so the half-open choice only matters with margin 0):
 * ``easy`` (ReVSI easy, VSI-Bench "medium"): left [0, 135), back [135, 225),
   right [225, 360). This is ReVSI's template: "to my back if I would have to
   turn at least 135 degrees" -- a turn of >= 135 either way is back. The facing
-  direction itself (0) is the left/right boundary.
+  direction itself (0) is the left/right boundary. SPEC and the template
+  disagree at exactly 225° (a 135° right turn: SPEC says right, the template
+  back); no positive margin keeps that angle. VSI-Bench's own generator uses
+  the same edges for its "medium" question.
 * ``hard`` (quadrants): front-left [0, 90), back-left [90, 180),
   back-right [180, 270), front-right [270, 360).
 * ``left_right`` (VSI-Bench "easy": "to the left or the right of B"):
@@ -22,6 +25,8 @@ hard: 0, 90, 180, 270; left_right: 0, 180). ReVSI B.8 lists the union
 (0, 90, 135, 180, 225, 270) in one sentence; applying the union to the easy
 question would also reject angles near 90 and 180, which are unambiguous
 there, so the margin is applied to the boundaries of the question's own bins.
+VSI-Bench's quadrant generator measures its margin only to the
+counter-clockwise end of the bin; ``upper_margin_only`` reproduces that.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def desk(w, d, h) -> Build:
         _part("side_right", w / 2 - side, -d / 2, 0.0, w / 2, d / 2, h - top, 0.85),
         _part("modesty", -w / 2 + side, -d / 2, 0.25, w / 2 - side, -d / 2 + 0.02, h - top, 0.9),
     ]
-    return Build(parts, under=(-w / 2 + side, -d / 2 + 0.02, w / 2 - side, d / 2, 0.25))
+    return Build(parts, under=(-w / 2 + side, -d / 2 + 0.02, w / 2 - side, d / 2, h - top))
 
 
 def chair(w, d, h) -> Build:

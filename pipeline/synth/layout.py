@@ -25,6 +25,8 @@ from pipeline.synth.vocabulary import FURNITURE, SIGNATURE_PLACEMENTS, SMALL_OBJ
 
 CAMERA_CLEARANCE = 0.35  # metres between the camera path and any furniture footprint or wall
 MIN_FURNITURE, MAX_FURNITURE = 10, 40
+MIN_UNDER_HEIGHT = 0.6  # only tables and desks one can see under from eye height (not coffee or end tables)
+UNDER_EDGE = 0.12  # metres: things on the floor under a table lie at most this far in from its free edge
 
 
 @dataclass
@@ -201,13 +203,24 @@ class _Furnisher:
             if obj.small or obj.structural:
                 continue
             if support == "under":
-                if obj.under_space is not None:
+                if obj.under_space is not None and obj.under_space[1] >= MIN_UNDER_HEIGHT:
                     out.append((i, obj.under_space[0], 0.0, obj.under_space[1]))
             elif self._support_kind(obj) == support:
                 for part in obj.parts:
                     if part.surface:
                         out.append((i, part.box.footprint(), part.box.z_max, math.inf))
         return out
+
+    def _open_edge(self, host: int, region: Polygon):
+        """The stretch of a table's under-space outline one can look in from: away from walls and other furniture."""
+        blockers = [self.shell.scene_polygon.exterior.buffer(CAMERA_CLEARANCE)]
+        for i, obj in enumerate(self.objects):
+            if i != host and not obj.small and not obj.structural:
+                floor_parts = [p.box.footprint() for p in obj.parts if p.box.z_min <= 1e-9]
+                if floor_parts:
+                    blockers.append(shapely.union_all(floor_parts).buffer(0.05))
+        edge = region.exterior.difference(shapely.union_all(blockers))
+        return edge if not edge.is_empty else shapely.Point(1e9, 1e9)
 
     def _try_small(self, label: str, support: str, attempts: int = 25) -> bool:
         kind = SMALL_OBJECTS[label]
@@ -231,6 +244,8 @@ class _Furnisher:
             box = Box(center, size, yaw)
             if not region.buffer(-0.01).contains(box.footprint()):
                 continue
+            if support == "under" and self._open_edge(idx, region).distance(box.footprint()) > UNDER_EDGE:
+                continue  # deep under a table, or behind its chairs, nobody would see it from eye height
             if interpenetrates(box, self.boxes):
                 continue
             obj = LaidObject(label, [Part(box, "body", 1.0, False, False)], yaw, host.room, small=True)

@@ -81,7 +81,7 @@ SMALL_OBJECTS: dict[str, SmallKind] = {
     "phone": SmallKind((0.14, 0.16), (0.07, 0.078), (0.008, 0.01), (20, 20, 25), ("desk", "table", "nightstand", "sofa", "bed")),
     "remote": SmallKind((0.16, 0.2), (0.04, 0.05), (0.02, 0.025), (35, 35, 40), ("sofa", "table", "cabinet")),
     "mug": SmallKind((0.08, 0.1), (0.08, 0.1), (0.09, 0.11), (200, 60, 50), ("shelf", "desk", "table", "counter")),
-    "charger": SmallKind((0.05, 0.07), (0.04, 0.06), (0.025, 0.035), (240, 240, 240), ("under",)),
+    "charger": SmallKind((0.1, 0.13), (0.05, 0.065), (0.03, 0.035), (240, 240, 240), ("under",)),  # a laptop brick
     "key": SmallKind((0.06, 0.08), (0.025, 0.035), (0.006, 0.01), (190, 180, 120), ("table", "nightstand", "cabinet", "counter")),
     "book": SmallKind((0.15, 0.24), (0.12, 0.17), (0.02, 0.05), (60, 90, 160), ("shelf", "nightstand", "desk", "table")),
     "laptop": SmallKind((0.3, 0.36), (0.21, 0.25), (0.016, 0.024), (150, 150, 155), ("desk", "table", "bed")),

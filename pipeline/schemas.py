@@ -219,6 +219,9 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
 }
 SCHEMAS["qa_candidates"] = SCHEMAS["qa"]
+# PinpointQA questions: per scan (split null), then dataset-wide with scene-level splits.
+SCHEMAS["pinpoint_qa_candidates"] = SCHEMAS["qa"]
+SCHEMAS["pinpoint_qa"] = SCHEMAS["qa"]
 
 
 def schema(name: str) -> pa.Schema:

@@ -1,0 +1,88 @@
+"""PinpointQA assets: per-scan spatial representation and questions, dataset-wide splits.
+
+``pinpoint_targets`` / ``pinpoint_neighbors`` need the mesh, so they parse
+the scan again (``load_partition_scan``); ``pinpoint_qa_candidates`` is a pure
+table step per scan over every budget; ``pinpoint_qa`` assigns scene-level
+train/val/test splits over all partitions that succeeded. Nothing is produced
+when the run configuration's ``profiles`` does not list ``pinpointqa``.
+"""
+
+import dagster as dg
+import polars as pl
+
+from assets.partitions import scan_partitions
+from assets.scene import load_partition_scan
+from resources.storage import StorageResource
+
+PROFILE = "pinpointqa"
+
+
+@dg.multi_asset(
+    outs={
+        "pinpoint_targets": dg.AssetOut(description="small-vocabulary objects unique in their scene, with their support"),
+        "pinpoint_neighbors": dg.AssetOut(
+            description="per target: neighbours within 1 m with shortest distance, offsets, contact, relation, support"
+        ),
+    },
+    ins={"objects": dg.AssetIn("objects")},
+    partitions_def=scan_partitions,
+    group_name="pinpointqa",
+    can_subset=False,
+)
+def pinpoint_representation(context: dg.AssetExecutionContext, storage: StorageResource, objects: pl.DataFrame):
+    from pipeline import schemas
+    from pipeline.pinpoint.representation import build_representation
+
+    key = context.partition_key
+    if PROFILE not in storage.config().profiles:
+        targets, neighbors = schemas.empty("pinpoint_targets"), schemas.empty("pinpoint_neighbors")
+    else:
+        parsed = load_partition_scan(key, storage)
+        targets, neighbors = build_representation(key, objects.filter(pl.col("key") == key), parsed)
+    yield dg.Output(targets, output_name="pinpoint_targets", metadata={"rows": targets.height})
+    yield dg.Output(neighbors, output_name="pinpoint_neighbors", metadata={"rows": neighbors.height})
+
+
+@dg.asset(
+    partitions_def=scan_partitions,
+    group_name="pinpointqa",
+    ins={name: dg.AssetIn(name) for name in ("pinpoint_targets", "pinpoint_neighbors", "objects", "object_visibility")},
+    description="PinpointQA questions (TPV, NRI, FSD, SSP) of one scan for every budget, visible targets only",
+)
+def pinpoint_qa_candidates(
+    context: dg.AssetExecutionContext,
+    storage: StorageResource,
+    pinpoint_targets: pl.DataFrame,
+    pinpoint_neighbors: pl.DataFrame,
+    objects: pl.DataFrame,
+    object_visibility: pl.DataFrame,
+) -> pl.DataFrame:
+    from pipeline import schemas
+    from pipeline.pinpoint.questions import generate_questions
+
+    config = storage.config()
+    if PROFILE not in config.profiles:
+        return schemas.empty("pinpoint_qa_candidates")
+    table = generate_questions(
+        context.partition_key, pinpoint_targets, pinpoint_neighbors, objects, object_visibility, seed=config.seed
+    )
+    per_type = dict(table["question_type"].value_counts().sort("question_type").iter_rows())
+    context.add_output_metadata({"rows": table.height, "per_type": dg.MetadataValue.json(per_type)})
+    return table
+
+
+@dg.asset(
+    group_name="pinpointqa",
+    ins={
+        "pinpoint_qa_candidates": dg.AssetIn("pinpoint_qa_candidates", partition_mapping=dg.AllPartitionMapping())
+    },
+    description="all PinpointQA questions with scene-level train/val/test splits (≈ 6:2:2, stratified by dataset)",
+)
+def pinpoint_qa(context: dg.AssetExecutionContext, pinpoint_qa_candidates: pl.DataFrame) -> pl.DataFrame:
+    from pipeline.pinpoint.splits import with_splits
+
+    table = with_splits(pinpoint_qa_candidates).sort(["key", "budget", "question_type", "id"])
+    counts = table.group_by("split", "question_type").len().sort("split", "question_type")
+    per_split = {f"{r['split']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
+    context.add_output_metadata({"rows": table.height, "per_split": dg.MetadataValue.json(per_split)})
+    return table

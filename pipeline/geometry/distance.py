@@ -252,7 +252,12 @@ def obb_distance(a: OrientedBox, b: OrientedBox) -> float:
 
 
 def _clip_segments(p0: np.ndarray, d: np.ndarray, half: np.ndarray) -> np.ndarray | None:
-    """A point where one of the segments ``p0 + s d`` (s in [0, 1]) meets the box ``|x| <= half``."""
+    """A point where one of the segments ``p0 + s d`` (s in [0, 1]) meets the box ``|x| <= half``.
+
+    The box is grown by a rounding-size tolerance so that coincident faces
+    (duplicate annotations) still meet; the longest clipped piece is used.
+    """
+    half = half + 1e-12 * (1.0 + float(np.max(half)))
     with np.errstate(divide="ignore", invalid="ignore"):
         lo_t = (-half - p0) / d
         hi_t = (half - p0) / d
@@ -262,30 +267,34 @@ def _clip_segments(p0: np.ndarray, d: np.ndarray, half: np.ndarray) -> np.ndarra
     leave = np.where(flat, np.where(inside_slab, np.inf, -np.inf), np.maximum(lo_t, hi_t))
     s_lo = np.maximum(enter.max(axis=1), 0.0)
     s_hi = np.minimum(leave.min(axis=1), 1.0)
-    hit = np.flatnonzero(s_lo <= s_hi)
-    if hit.size == 0:
+    if not np.any(s_lo <= s_hi):
         return None
-    k = hit[0]
+    k = int(np.argmax(s_hi - s_lo))
     return p0[k] + 0.5 * (s_lo[k] + s_hi[k]) * d[k]
 
 
 def obb_closest_points(a: OrientedBox, b: OrientedBox) -> tuple[float, np.ndarray, np.ndarray]:
     """(distance, point on a, point on b) in world coordinates.
 
-    For intersecting boxes both points are one common point of the two boxes,
-    so callers (and tests) can check the answer without trusting it.
+    For intersecting boxes both points are one common point of the two boxes
+    (to rounding), so callers and tests can check the answer without trusting
+    it. The distance is always the one ``obb_distance`` returns.
     """
     ca, ha, ra = _stack([a])
     cb, hb, rb = _stack([b])
     rel_rot, rel_t = _pair_frames(ca, ha, ra, cb, hb, rb)
-    if not _separated(ha, hb, rel_rot, rel_t)[0]:
+    intersecting = not _separated(ha, hb, rel_rot, rel_t)[0]
+    if intersecting:
         witness = _intersection_witness(ha[0], hb[0], rel_rot[0], rel_t[0])
         if witness is not None:
             world = ra[0] @ witness + ca[0]
             return 0.0, world, world.copy()
     dists, on_a, on_b = _feature_candidates(ha, hb, rel_rot, rel_t)
     k = int(np.argmin(dists[0]))
-    return float(dists[0, k]), ra[0] @ on_a[0, k] + ca[0], ra[0] @ on_b[0, k] + ca[0]
+    p, q = ra[0] @ on_a[0, k] + ca[0], ra[0] @ on_b[0, k] + ca[0]
+    if intersecting:  # touching to rounding: no clipped edge, the nearest features meet
+        return 0.0, p, q
+    return float(dists[0, k]), p, q
 
 
 def _intersection_witness(ha, hb, rel_rot, rel_t) -> np.ndarray | None:

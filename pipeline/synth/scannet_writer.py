@@ -113,7 +113,7 @@ def _info_txt(scene: SynthScene) -> str:
 
 
 def _r(x: float) -> float:
-    return round(float(x), 8)
+    return round(float(x), 8) + 0.0  # + 0.0 turns -0.0 into 0.0
 
 
 def _box_json(box) -> dict:

@@ -16,6 +16,7 @@ from pipeline.pinpoint.questions import generate_questions
 from pipeline.pinpoint.relations import RELATIONS
 from pipeline.pinpoint.representation import build_representation
 from pipeline.pinpoint.templates import QUESTION_TYPES
+from pipeline.scoring.ssp import ssp_score
 
 
 def _hand_scene_module():
@@ -67,6 +68,7 @@ def check_qa(qa: pl.DataFrame) -> None:
             geo = json.loads(r["geometry"])
             assert texts["ABCD".index(r["ground_truth"])] == geo["answer"]["label"]
         elif r["question_type"] == "structured_localization":
+            assert ssp_score(r["ground_truth"], r["ground_truth"]) == 1.0  # the project's scorer reads it
             ans = json.loads(r["ground_truth"])
             assert set(ans) == {"target", "support_surface", "references"}
             assert isinstance(ans["target"], str) and ans["target"]
@@ -150,9 +152,9 @@ def _random_tables(seed: int):
     for lab in rng.choice(small, size=rng.integers(1, 5), replace=False):
         objs.append({"key": key, "object_id": oid, "raw_label": str(lab), "category": str(lab), "structural": False,
                      "small_object": True, "center": list(rng.uniform(0, 4, 3)), "extent": [0.1, 0.1, 0.05], "rotation": list(np.eye(3).ravel())})
-        sup = int(rng.choice(big))
+        sup = int(rng.choice(big)) if rng.random() < 0.8 else None  # some targets hang or lean: no support
         tgt.append({"key": key, "object_id": oid, "label": str(lab), "category": str(lab), "support_object_id": sup,
-                    "support_label": labels[sup], "neighbor_count": 0, "distance_source": "mesh"})
+                    "support_label": None if sup is None else labels[sup], "neighbor_count": 0, "distance_source": "mesh"})
         for n in rng.choice(big, size=rng.integers(1, 8), replace=False):
             d = 0.0 if n == sup else float(rng.uniform(0, 0.9))
             nbr.append({"key": key, "target_id": oid, "neighbor_id": int(n), "neighbor_label": labels[n], "shortest_distance": d,

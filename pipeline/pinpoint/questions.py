@@ -153,9 +153,7 @@ class ScanQuestions:
             rows.append(
                 self._row("presence", name, question, "Yes", [t["object_id"]], geometry={"present": True, "target_id": t["object_id"]})
             )
-        present = set()
-        for oid, label in self.labels.items():
-            present |= {label, small_object_category(label)}
+        present = set(self.labels.values()) | {small_object_category(label) for label in self.labels.values()}
         absent = sorted({lab for lab in SMALL_OBJECT_LABELS if small_object_category(lab) not in present and lab not in present})
         n_neg = int(round(len(rows) * self.cfg.questions.tpv_negative_ratio))
         if n_neg > len(absent):
@@ -226,13 +224,10 @@ class ScanQuestions:
                 closest[label] = (d, oid)
         return {label: oid for label, (d, oid) in closest.items() if d >= floor_d and self._visible_ok(oid)}
 
-    def _support(self, target: dict) -> tuple[int | None, str | None]:
-        return target["support_object_id"], target["support_label"]
-
     def free_form(self, target: dict) -> dict | None:
         q = self.cfg.questions
         refs = self.references(target, exclude_contact=False)
-        support_id, support = self._support(target)
+        support_id, support = target["support_object_id"], target["support_label"]
         sentences, used = [], [target["object_id"]]
         tag = []
         if support is not None:
@@ -279,7 +274,7 @@ class ScanQuestions:
     def structured(self, target: dict) -> dict | None:
         q = self.cfg.questions
         refs = self.references(target, exclude_contact=False)[: q.max_references]
-        support_id, support = self._support(target)
+        support_id, support = target["support_object_id"], target["support_label"]
         if support is None and not refs:
             return None
         answer = {

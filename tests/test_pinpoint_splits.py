@@ -89,3 +89,11 @@ def test_with_splits_fills_the_qa_column():
     qa = with_splits(schemas.from_rows("qa", rows))
     assert qa["split"].null_count() == 0
     assert qa.group_by("key").agg(pl.col("split").n_unique())["split"].max() == 1
+
+
+def test_most_scenes_keep_their_split_when_scenes_are_added():
+    counts = _counts(300, 0)
+    first = assign_splits(counts)
+    grown = assign_splits(pl.concat([counts, _counts(30, 99, prefix="add")]))
+    moved = sum(first[k] != grown[k] for k in first)
+    assert moved <= 0.25 * len(first)

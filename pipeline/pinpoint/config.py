@@ -92,6 +92,8 @@ class QuestionConfig:
 class SplitConfig:
     fractions: tuple[float, float, float] = (0.6, 0.2, 0.2)  # train, val, test
     salt: str = "pinpointqa-split-v1"
+    balance_slack: float = 10.0  # questions a split's per-task count may drift from its share before rebalancing
+    balance_slack_fraction: float = 0.01  # ... or this fraction of the task's running total, if larger
 
 
 @dataclass

@@ -289,3 +289,17 @@ def test_depth_png_round_trips_to_the_ray_cast_depth(written, scene0):
     assert hit.mean() > 0.9
     assert np.abs(png[hit] / 1000.0 - frame.depth_m[hit]).max() <= 0.001
     assert np.all(png[~hit] == 0)
+
+
+def test_in_memory_parsed_scan(scene0):
+    scan = scene0.to_parsed_scan()
+    assert scan.key == "synthetic/synth0000_00" and len(scan.frames) == FRAMES
+    assert [o.object_id for o in scan.objects] == [o.object_id for o in scene0.objects]
+    owners = scene0.mesh.triangle_object_ids[np.isin(scene0.mesh.triangles[:, 0], scan.objects[5].vertex_indices)]
+    assert set(owners.tolist()) == {5}
+    image = scan.load_image(1)
+    assert image.shape == (480, 640, 3) and image.dtype == np.uint8
+    kinds = {r.kind for r in scan.rooms}
+    assert kinds == {"scene", "main"}
+    main = next(r.polygon for r in scan.rooms if r.kind == "main")
+    assert main.area == max(poly.area for _, poly in scene0.room_plans.values())

@@ -48,9 +48,9 @@ def run_failure(result: dg.ExecuteInProcessResult) -> str:
             message = error.message.strip().splitlines()[0] if error.message.strip() else error.cls_name
             qualified_name, separator, text = message.partition(": ")
             if separator and qualified_name.rsplit(".", 1)[-1] == error.cls_name:
-                # A ScanError already reads "<scan>: <file>: <problem>"; other errors keep their class name.
-                return text if error.cls_name == "ScanError" else f"{error.cls_name}: {text}"
-            return message
+                message = text if error.cls_name == "ScanError" else f"{error.cls_name}: {text}"
+            # A ScanError already reads "<scan>: <file>: <problem>"; other errors are named by the failing step.
+            return message if error.cls_name == "ScanError" else f"{event.step_key}: {message}"
     return "run failed before any step ran"
 
 

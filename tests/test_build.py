@@ -38,8 +38,12 @@ def test_build_reports_progress_outputs_and_failures(tmp_path, fake_reader, caps
 def test_all_failed_or_nothing_found_exit_non_zero(tmp_path, fake_reader, capsys):
     scans = tmp_path / "scans"
     write_fake_scan(scans, "synth0000_00", problem="broken")
+    (write_fake_scan(scans, "synth0001_00") / "scan.json").write_text("{not json")
     assert main(["build", "--scans", str(scans), "--out", str(tmp_path / "out")]) != 0
-    assert "summary: 0 ok, 1 failed" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "summary: 0 ok, 2 failed" in printed
+    # Errors other than ScanError are named by the step that raised them.
+    assert "synthetic/synth0001_00 ... FAILED: scene: JSONDecodeError: Expecting property name" in printed
     assert main(["build", "--scans", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) != 0
     assert "no scans found under" in capsys.readouterr().out
 

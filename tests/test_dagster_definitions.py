@@ -20,6 +20,7 @@ SCENE_KEYS = {dg.AssetKey(name) for name in ("scans", "objects", "rooms", "frame
 
 
 def test_definitions_load_with_scene_assets():
+    dg.Definitions.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
     keys = set(graph.get_all_asset_keys())
     assert SCENE_KEYS <= keys

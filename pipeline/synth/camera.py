@@ -26,11 +26,11 @@ WALK_SPEED = 0.5  # m/s of the notional walk before it is squeezed into the fram
 PAN_SECONDS = 7.0
 EYE_HEIGHT = 1.5
 PAN_CENTRE_RADIUS = 0.6  # a look-around this close to the room centre turns fully round
-PAN_SWEEP = math.radians(110)  # elsewhere it sweeps this far either side of the room centre
+PAN_SWEEP = math.radians(80)  # elsewhere it sweeps this far either side of the room centre
 WALK_LEAN = math.radians(70)  # how far a walking view may turn from the walking direction towards the room
 CELL = 2.6  # metres: a room is covered by look-around spots about this far apart
 MIN_CELL_AREA = 1.2  # m² of free floor a cell needs to get a spot
-MAX_SPOTS_PER_ROOM = 4
+MAX_SPOTS_PER_ROOM = 3
 
 
 def _largest_polygon(geom) -> Polygon | None:

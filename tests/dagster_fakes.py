@@ -70,3 +70,14 @@ def install_fake_reader(monkeypatch) -> None:
     module = types.ModuleType("pipeline.scene_tables")
     module.scene_tables = fake_scene_tables
     monkeypatch.setitem(sys.modules, "pipeline.scene_tables", module)
+
+
+def use_scene_assets_only(monkeypatch) -> None:
+    """Build only the scene assets: fake scans have no mesh or frames for the later modules to work on."""
+    import dagster as dg
+
+    import assets.definitions
+    import assets.scene
+
+    monkeypatch.setattr(assets.definitions, "all_assets", dg.load_assets_from_modules([assets.scene]))
+    monkeypatch.setattr(assets.definitions, "all_asset_checks", [])

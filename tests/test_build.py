@@ -7,12 +7,13 @@ import polars as pl
 import pytest
 
 from pipeline.cli import main
-from tests.dagster_fakes import install_fake_reader, write_fake_scan
+from tests.dagster_fakes import install_fake_reader, use_scene_assets_only, write_fake_scan
 
 
 @pytest.fixture
 def fake_reader(monkeypatch):
     install_fake_reader(monkeypatch)
+    use_scene_assets_only(monkeypatch)
 
 
 def test_build_reports_progress_outputs_and_failures(tmp_path, fake_reader, capsys):
@@ -88,7 +89,6 @@ def test_dataset_wide_assets_run_after_partitions_from_those_that_exist(tmp_path
     import dagster as dg
 
     import assets.definitions
-    import assets.scene
     from pipeline import schemas
 
     @dg.asset
@@ -96,9 +96,7 @@ def test_dataset_wide_assets_run_after_partitions_from_those_that_exist(tmp_path
         counts = objects.group_by("key").len().sort("key")
         return schemas.from_rows("qa", [{"id": k, "key": k, "answer_value": float(n)} for k, n in counts.iter_rows()])
 
-    # Only the scene assets plus this stand-in, whatever modules the code location lists.
-    monkeypatch.setattr(assets.definitions, "all_assets", [*dg.load_assets_from_modules([assets.scene]), qa])
-    monkeypatch.setattr(assets.definitions, "all_asset_checks", [])
+    monkeypatch.setattr(assets.definitions, "all_assets", [*assets.definitions.all_assets, qa])
     scans = tmp_path / "scans"
     write_fake_scan(scans, "synth0000_00", objects=3)
     write_fake_scan(scans, "synth0001_00", problem="broken")

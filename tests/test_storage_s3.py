@@ -12,7 +12,7 @@ import yaml
 from pipeline.cli import main
 from pipeline.discovery import discover_scans, scan_fingerprint
 from pipeline.storage import read_table, upath
-from tests.dagster_fakes import install_fake_reader, write_fake_scan
+from tests.dagster_fakes import install_fake_reader, use_scene_assets_only, write_fake_scan
 
 
 @dataclass
@@ -67,6 +67,7 @@ def write_config(tmp_path: Path, s3: Bucket) -> str:
 
 def test_fake_scans_round_trip_through_s3(tmp_path, s3, monkeypatch, capsys):
     install_fake_reader(monkeypatch)
+    use_scene_assets_only(monkeypatch)
     local = tmp_path / "local"
     write_fake_scan(local, "synth0000_00", objects=2)
     write_fake_scan(local / "group", "synth0001_00", objects=4)

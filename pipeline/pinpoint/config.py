@@ -37,8 +37,8 @@ DEFAULT_FLOOR_LABELS: tuple[str, ...] = ("floor", "closet floor")
 DEFAULT_VERTICAL_LABELS: tuple[str, ...] = (
     "wall", "door", "window", "whiteboard", "blackboard", "board", "bulletin board", "mirror", "picture",
     "poster", "painting", "tv", "monitor", "computer monitor", "screen", "curtain", "radiator", "coat rack",
-    "hook", "towel rack", "rail", "pipe", "refrigerator", "wall cabinet", "kitchen cabinet", "cabinet door",
-    "power outlet", "socket", "light switch", "frame", "pillar", "column", "headboard", "ladder",
+    "hook", "towel rack", "rail", "pipe", "cabinet door", "power outlet", "socket", "light switch", "frame",
+    "headboard", "ladder",
 )
 
 # Small objects that are usually mounted, stuck or plugged rather than placed.

@@ -26,7 +26,9 @@ placement, semantic suitability and proximity) but not the rule. Ours:
    rests on it.
 3. Valid candidates are ranked by: contact, resting gap (|gap| <= ``rest_gap``),
    semantic suitability (label in ``surface_labels``), direct over grown
-   footprint, |gap|, shortest
+   footprint, coverage (share of footprint lines meeting the surface:
+   a target bleeding over the rim of a neighbouring bed stays on its
+   nightstand), |gap|, shortest
    distance, object id. The first is the support; none valid means no support.
 
 The floor is structural (never a neighbour) but is a candidate here, so an
@@ -51,6 +53,7 @@ class Placement:
     top: float | None  # median over footprint lines of the highest such surface point
     gap: float | None  # target bottom - top
     covers: bool  # the other has surface above the target's top inside the footprint (target is under it)
+    coverage: float  # fraction of footprint lines that meet the other's surface at or below the target centroid
     inside_box: bool  # box-only other whose box contains the target centroid
 
 
@@ -69,6 +72,7 @@ def placement(target: ObjectGeometry, other: ObjectGeometry, samples: np.ndarray
         top=top,
         gap=None if top is None else z_bottom - top,
         covers=covers,
+        coverage=len(tops) / len(heights) if heights else 0.0,
         inside_box=inside,
     )
 
@@ -115,6 +119,7 @@ def support_rank(cand: SupportCandidate, cfg: PinpointConfig) -> tuple:
         gap > cfg.support.rest_gap,
         not is_suitable(cand.geom, cfg),
         not cand.direct,
+        -round(p.coverage, 2),
         round(gap, 6),
         round(cand.shortest, 6),
         cand.geom.object_id,

@@ -185,20 +185,22 @@ def camera_walk(free: Polygon, rooms: list[RoomPlan], frames: int, rng: np.rando
     events: list[tuple[str, np.ndarray, float]] = []
     pan_focus: dict[int, np.ndarray] = {}
     walk_focus: dict[int, np.ndarray] = {}
-    for k, wp in enumerate(waypoints):
-        pan_focus[len(events)] = focus[k]
-        events.append(("pan", wp, PAN_SECONDS))
-        if k + 1 < len(waypoints):
-            route = grid.path(wp, waypoints[k + 1])
+    here = None
+    for wp, centre in zip(waypoints, focus):
+        if here is not None:
+            route = grid.path(here, wp)
             if route is None:
-                continue
-            line = _chaikin(_taut(np.vstack([wp, route[1:-1], waypoints[k + 1]]), free_safe), free_safe)
+                continue  # unreachable spot (a sliver of free floor): skip it rather than teleport
+            line = _chaikin(_taut(np.vstack([here, route[1:-1], wp]), free_safe), free_safe)
             if not free_safe.contains(LineString(line)) and len(line) > 1:
                 line = route
             length = float(np.sum(np.linalg.norm(np.diff(line, axis=0), axis=1)))
             if length > 1e-6:
-                walk_focus[len(events)] = focus[k + 1]
+                walk_focus[len(events)] = centre
                 events.append(("walk", line, length / WALK_SPEED))
+        pan_focus[len(events)] = centre
+        events.append(("pan", wp, PAN_SECONDS))
+        here = wp
     durations = np.array([e[2] for e in events])
     starts = np.concatenate([[0.0], np.cumsum(durations)])
     total = starts[-1]

@@ -157,7 +157,8 @@ def test_direction_table_matches_direction_answer_on_every_triple():
     for _ in range(9):
         yaw = gen.uniform(0, 2 * np.pi)
         r = np.array([[np.cos(yaw), -np.sin(yaw), 0], [np.sin(yaw), np.cos(yaw), 0], [0, 0, 1]])
-        boxes.append(OrientedBox(np.array([*gen.uniform(-4, 4, 2), 0.5]), gen.uniform(0.2, 1.5, 3), r[:, gen.permutation(3)]))
+        center = np.array([*gen.uniform(-4, 4, 2), 0.5])
+        boxes.append(OrientedBox(center, gen.uniform(0.2, 1.5, 3), r[:, gen.permutation(3)]))
     boxes.append(OrientedBox(boxes[0].center.copy(), np.array([0.3, 0.3, 0.3]), np.eye(3)))  # shares A's position
     answered = 0
     for mode, backward, upper in itertools.product(("easy", "hard", "left_right"), (False, True), (False, True)):

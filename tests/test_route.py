@@ -171,17 +171,25 @@ def test_find_routes_is_deterministic_and_every_route_replans_identically():
     assert len({(r.start_id, r.goal_id) for r in routes}) == len(routes)
 
 
+def route_legs(routes) -> set[frozenset]:
+    return {
+        frozenset(pair)
+        for r in routes
+        for pair in zip((r.start_id, *r.waypoint_ids), (*r.waypoint_ids, r.goal_id))
+    }
+
+
 def test_find_routes_never_walks_through_a_non_unique_obstacle():
     boxes, labels = scene()
     # The bed (1) -> table (5) leg passes through a chair (21): chairs are not nameable but still block.
     assert plan_route(boxes[1], boxes[5], [boxes[5], boxes[11]], [], ROOM) is not None
     assert plan_route(boxes[1], boxes[5], [boxes[5], boxes[11]], [boxes[21]], ROOM) is None
     routes = find_routes(boxes, labels, ROOM, np.random.default_rng(1), max_routes=200)
-    legs = {frozenset(pair) for r in routes for pair in zip((r.start_id, *r.waypoint_ids), (*r.waypoint_ids, r.goal_id))}
+    legs = route_legs(routes)
     assert frozenset((1, 5)) not in legs
     without_chairs = {k: v for k, v in boxes.items() if k not in (20, 21)}
     routes = find_routes(without_chairs, labels, ROOM, np.random.default_rng(1), max_routes=200)
-    legs = {frozenset(pair) for r in routes for pair in zip((r.start_id, *r.waypoint_ids), (*r.waypoint_ids, r.goal_id))}
+    legs = route_legs(routes)
     assert frozenset((1, 5)) in legs
 
 

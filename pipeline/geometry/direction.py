@@ -137,7 +137,9 @@ def direction_answer(
     v = points[:, :2] - origin
     if not np.any(facing) or np.any(np.all(v == 0.0, axis=1)):
         return None  # no facing direction, or C (a corner of it) at the observer's position
-    angles = np.degrees(np.arctan2(facing[0] * v[:, 1] - facing[1] * v[:, 0], facing[0] * v[:, 0] + facing[1] * v[:, 1]))
+    cross = facing[0] * v[:, 1] - facing[1] * v[:, 0]
+    dot = facing[0] * v[:, 0] + facing[1] * v[:, 1]
+    angles = np.degrees(np.arctan2(cross, dot))
     angles = angles % 360.0
     angles[angles >= 360.0] = 0.0
     angle = float(angles[0])

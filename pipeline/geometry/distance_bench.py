@@ -96,7 +96,8 @@ def furniture_pairs(count: int, seed: int = 0, min_gap_m: float = 0.5, max_gap_m
         a, b = furniture(), furniture()
         heading = gen.uniform(0.0, 2.0 * np.pi)
         reach = gen.uniform(min_gap_m, max_gap_m) + 0.5 * (max(a.xy_extent) + max(b.xy_extent))
-        shifted = OrientedBox(b.center + reach * np.array([np.cos(heading), np.sin(heading), 0.0]), b.extent, b.rotation)
+        offset = reach * np.array([np.cos(heading), np.sin(heading), 0.0])
+        shifted = OrientedBox(b.center + offset, b.extent, b.rotation)
         if min_gap_m <= obb_distance(a, shifted) <= max_gap_m:
             pairs.append((a, shifted))
     return pairs
@@ -160,7 +161,9 @@ def run_distance_bench(args: argparse.Namespace) -> dict:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pairs", type=int, default=200, help="random furniture box pairs (default 200; the baseline costs seconds per pair)")
+    parser.add_argument(
+        "--pairs", type=int, default=200, help="random furniture box pairs (default 200; the baseline costs seconds per pair)"
+    )
     parser.add_argument("--spacing", type=float, default=0.005, help="baseline surface grid spacing, m (default 0.005)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the box pairs (default 0)")
 
@@ -168,7 +171,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def format_result(r: dict) -> str:
     return "\n".join(
         [
-            f"distance bench: {r['pairs']} furniture box pairs 0.5-5 m apart; baseline grid {r['spacing_m'] * 1000:.1f} mm "
+            f"distance bench: {r['pairs']} furniture box pairs 0.5-5 m apart; "
+            f"baseline grid {r['spacing_m'] * 1000:.1f} mm "
             f"(~{r['samples_per_box']} samples per box)",
             f"  exact (per call) : {r['exact_pairs_per_s']:.1f} pairs/s",
             f"  exact (batched)  : {r['exact_batched_pairs_per_s']:.1f} pairs/s",

@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import shapely
-from shapely.geometry import Point
 
 from pipeline.geometry.footprint import box_footprints
 from pipeline.scene import OrientedBox

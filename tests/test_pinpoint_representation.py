@@ -179,3 +179,12 @@ def test_config_rejects_unknown_keys():
     assert cfg.representation.contact_distance == 0.03
     with pytest.raises(ConfigError):
         PinpointConfig.from_mapping({"representation": {"contact": 0.03}})
+
+
+def test_bad_vertex_indices_name_the_scan():
+    from pipeline.errors import ScanError
+
+    objects, scan = _objects_frame(SCENE, with_mesh=True)
+    scan.objects[0].vertex_indices = np.array([0, len(scan.mesh.vertices) + 5])
+    with pytest.raises(ScanError, match=f"{KEY}: memory://: object 0"):
+        build_representation(KEY, objects, scan)

@@ -22,6 +22,7 @@ import numpy as np
 import polars as pl
 from scipy.spatial import cKDTree
 
+from pipeline.errors import ScanError
 from pipeline.geometry.distance import obb_distance
 from pipeline.scene import OrientedBox, ParsedScan
 from pipeline.vocab import is_small_object, is_structural, normalize_label
@@ -169,9 +170,13 @@ def scene_geometry(scan: ParsedScan | None, objects: pl.DataFrame) -> dict[int, 
     """Geometry of every object of the ``objects`` table, with vertices/triangles where the scan has them."""
     by_id = {o.object_id: o for o in scan.objects} if scan is not None else {}
     mesh = scan.mesh if scan is not None else None
+    key = scan.key if scan is not None else "?"
+    where = scan.source_uri if scan is not None else "objects table"
     geoms: dict[int, ObjectGeometry] = {}
     for row in objects.sort("object_id").iter_rows(named=True):
         oid = int(row["object_id"])
+        if row["center"] is None or row["extent"] is None or row["rotation"] is None or len(row["rotation"]) != 9:
+            raise ScanError(row["key"] or key, "objects table", f"object {oid} ({row['raw_label']}) has no complete box")
         raw = normalize_label(row["raw_label"])
         category = normalize_label(row["category"] or raw)
         structural = bool(row["structural"]) or is_structural(raw, category)
@@ -180,6 +185,8 @@ def scene_geometry(scan: ParsedScan | None, objects: pl.DataFrame) -> dict[int, 
         source = by_id.get(oid)
         if mesh is not None and source is not None and source.vertex_indices is not None and len(source.vertex_indices):
             idx = np.unique(np.asarray(source.vertex_indices, dtype=np.int64))
+            if idx[0] < 0 or idx[-1] >= len(mesh.vertices):
+                raise ScanError(key, where, f"object {oid} ({raw}) has vertex indices outside the mesh's {len(mesh.vertices)}")
             geom.vertices = np.asarray(mesh.vertices, dtype=float)[idx]
             geom.triangles = _object_triangles(mesh, oid, idx)
         geoms[oid] = geom

@@ -34,8 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 @dataclass
 class BuildReport:
-    ok: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
+    ok: list[str] = field(default_factory=list)  # partition keys that materialized
+    failed: dict[str, str] = field(default_factory=dict)  # partition key -> one-line error
+    dataset_wide_error: str | None = None
 
 
 def run_failure(result: dg.ExecuteInProcessResult) -> str:
@@ -70,17 +71,18 @@ def materialize_quietly(assets, selection, resources, instance, partition_key=No
     return (True, "") if result.success else (False, run_failure(result))
 
 
-def generate_demo_scans(config: Config) -> bool:
-    """Write the synthetic demo scans into the scans root; False when the generator is not installed."""
+def generate_demo_scans(config: Config) -> str | None:
+    """Write the synthetic demo scans into the scans root; returns why not, or None on success."""
     try:
         from pipeline.synth import command as synth_command
     except ModuleNotFoundError:
-        return False
+        return "the synthetic generator is not installed"
     parser = argparse.ArgumentParser(prog="scan2qa synth")
     synth_command.add_arguments(parser)
     argv = ["--out", config.scans_root, "--scenes", str(DEMO_SCENES), "--frames", str(DEMO_FRAMES), "--seed", str(config.seed)]
     print(f"no scans under {config.scans_root}: generating {DEMO_SCENES} synthetic scans with {DEMO_FRAMES} frames", flush=True)
-    return int(synth_command.run(parser.parse_args(argv)) or 0) == 0
+    status = int(synth_command.run(parser.parse_args(argv)) or 0)
+    return f"scan2qa synth exited with status {status}" if status else None
 
 
 def open_instance() -> dg.DagsterInstance:
@@ -98,8 +100,8 @@ def register_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
 
 def output_summary(config: Config) -> list[str]:
     """Where every output went: the tables root with per-table file counts, and the videos folder."""
-    lines = [f"tables: {config.tables_root}"]
     tables = upath(config.tables_root, config.storage_options)
+    lines = [f"tables: {tables}"]
     if tables.exists():
         for entry in sorted(tables.iterdir(), key=lambda p: p.name):
             if entry.is_dir():
@@ -148,7 +150,7 @@ def build(config: Config, config_file: str = "") -> BuildReport:
         if ok:
             print(f"ok ({time.perf_counter() - started:.1f} s)", flush=True)
         else:
-            report.failed["dataset-wide"] = error
+            report.dataset_wide_error = error
             print(f"FAILED: {error}", flush=True)
     return report
 
@@ -157,8 +159,9 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, scans_root=args.scans, output_root=args.out)
     demo = not (args.scans or args.config)
     if demo and not discover_scans(config.scans_root, config.storage_options):
-        if not generate_demo_scans(config):
-            print(f"no scans under {config.scans_root} and the synthetic generator is not available")
+        problem = generate_demo_scans(config)
+        if problem:
+            print(f"no scans under {config.scans_root} and no synthetic demo: {problem}")
             return 1
     report = build(config, args.config or "")
     if not report.ok and not report.failed:
@@ -166,8 +169,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for line in output_summary(config):
         print(line)
-    scan_failures = {k: v for k, v in report.failed.items() if k != "dataset-wide"}
-    print(f"summary: {len(report.ok)} ok, {len(scan_failures)} failed")
+    dataset_wide = "" if report.dataset_wide_error is None else ", dataset-wide assets FAILED"
+    print(f"summary: {len(report.ok)} ok, {len(report.failed)} failed{dataset_wide}")
     for key, error in report.failed.items():
         print(f"  FAILED {key}: {error}")
+    if report.dataset_wide_error is not None:
+        print(f"  FAILED dataset-wide: {report.dataset_wide_error}")
     return 0 if report.ok else 1

@@ -106,3 +106,20 @@ def test_dataset_wide_assets_run_after_partitions_from_those_that_exist(tmp_path
     assert "dataset-wide (qa) ... ok (" in printed and "  qa.parquet" in printed.splitlines()
     table = pl.read_parquet(tmp_path / "out" / "tables" / "qa.parquet")
     assert table.select("key", "answer_value").rows() == [("synthetic/synth0000_00", 3.0), ("synthetic/synth0002_00", 1.0)]
+
+
+def test_failed_dataset_wide_step_is_reported_but_partitions_count(tmp_path, fake_reader, monkeypatch, capsys):
+    import dagster as dg
+
+    import assets.definitions
+
+    @dg.asset
+    def qa(objects: pl.DataFrame) -> pl.DataFrame:
+        raise RuntimeError("no questions survive the filters")
+
+    monkeypatch.setattr(assets.definitions, "all_assets", [*assets.definitions.all_assets, qa])
+    write_fake_scan(tmp_path / "scans", "synth0000_00")
+    assert main(["build", "--scans", str(tmp_path / "scans"), "--out", str(tmp_path / "out")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "summary: 1 ok, 0 failed, dataset-wide assets FAILED" in lines
+    assert lines[-1] == "  FAILED dataset-wide: qa: RuntimeError: no questions survive the filters"

@@ -352,7 +352,10 @@ def find_routes(
     room. Obstacles are all such floor-reaching objects, unique or not.
     ``n_waypoints`` are the numbers of intermediate waypoints (= turns) to
     offer; routes of each length are interleaved, and no (start, goal) pair
-    repeats. Deterministic for a given generator state.
+    repeats. The facing object B is drawn among the route-object candidates
+    at least ``min_leg_m`` from the start whose direction lies within the
+    go-forward cone of X (X itself included), never the goal or a later
+    waypoint. Deterministic for a given generator state.
     """
     if max_routes <= 0:
         return []

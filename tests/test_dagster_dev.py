@@ -19,6 +19,8 @@ WORKSPACE_QUERY = """
     locationEntries { name locationOrLoadError { __typename ... on PythonError { message } } } } } }
 """
 ASSETS_QUERY = "{ assetNodes { assetKey { path } } }"
+PARTITIONS_QUERY = '{ assetNodeOrError(assetKey: {path: ["objects"]}) { ... on AssetNode { partitionKeys } } }'
+PARTITION_KEY = "scannet/scene0000_00"
 
 
 def free_port() -> int:
@@ -57,6 +59,12 @@ def wait_for_location(port: int, process: subprocess.Popen, timeout: float = 120
 # 2-core CI box; `tests/test_dagster_definitions.py` loads the same Definitions in the default run.
 @pytest.mark.slow
 def test_dagster_dev_loads_the_code_location(tmp_path):
+    import dagster as dg
+
+    # A partition key with "/" registered beforehand must come back intact through the webserver.
+    instance = dg.DagsterInstance.from_config(str(tmp_path))
+    instance.add_dynamic_partitions("scans", [PARTITION_KEY])
+    instance.dispose()
     port = free_port()
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "SCAN2QA_SCANS": str(tmp_path / "scans"),
            "SCAN2QA_OUT": str(tmp_path / "out")}
@@ -70,6 +78,7 @@ def test_dagster_dev_loads_the_code_location(tmp_path):
         assert [(e["name"], e["locationOrLoadError"]["__typename"]) for e in entries] == [("scan2qa", "RepositoryLocation")]
         assets = {tuple(node["assetKey"]["path"]) for node in graphql(port, ASSETS_QUERY)["assetNodes"]}
         assert {("scans",), ("objects",), ("rooms",), ("frames",)} <= assets
+        assert graphql(port, PARTITIONS_QUERY)["assetNodeOrError"]["partitionKeys"] == [PARTITION_KEY]
     finally:
         process.send_signal(signal.SIGINT)
         try:

@@ -178,3 +178,12 @@ def test_formats_and_balance_on_random_tables():
     assert qa.filter(pl.col("question_type") == "reference_mcq").height > 20
     letters = qa.filter(pl.col("question_type") == "reference_mcq")["ground_truth"].value_counts()
     assert letters.height == 4
+
+
+def test_absent_labels_avoid_word_overlaps():
+    from pipeline.pinpoint.questions import absent_labels
+
+    absent = absent_labels(["Paper Bag", "smartphone", "desk", "coffee cup"])
+    for label in ("bag", "paper bag", "phone", "mobile phone", "smartphone", "cup"):
+        assert label not in absent
+    assert "mug" in absent and "tote bag" in absent

@@ -11,8 +11,9 @@ Rules (paper §3.2 and appendix A.3, details ours):
 
 * ``presence`` (TPV): one positive per visible target (its own wording); as many
   negatives as positives, drawn without replacement from vocabulary labels
-  whose category (synonyms merged) no object of the scene has, so every
-  scan-budget is balanced 50/50.
+  whose category (synonyms merged) no object of the scene has, also word-wise
+  ("bag" is not asked as absent next to a "paper bag"), so every scan-budget
+  is balanced 50/50.
 * Valid references: neighbours other than the chosen support, not in the
   excluded labels (floor, wall, ...), not sharing the support's or the
   target's label; one instance per label, the one with the shortest distance.
@@ -153,8 +154,7 @@ class ScanQuestions:
             rows.append(
                 self._row("presence", name, question, "Yes", [t["object_id"]], geometry={"present": True, "target_id": t["object_id"]})
             )
-        present = set(self.labels.values()) | {small_object_category(label) for label in self.labels.values()}
-        absent = sorted({lab for lab in SMALL_OBJECT_LABELS if small_object_category(lab) not in present and lab not in present})
+        absent = absent_labels(self.labels.values())
         n_neg = int(round(len(rows) * self.cfg.questions.tpv_negative_ratio))
         if n_neg > len(absent):
             rows = rows[: len(absent)]
@@ -306,6 +306,20 @@ class ScanQuestions:
                 if row is not None:
                     rows.append(row)
         return rows
+
+
+def absent_labels(scene_labels) -> list[str]:
+    """Vocabulary labels safe to ask about as absent: no object's label or category is, contains or is
+    contained in them word-wise ("bag" is not absent from a scene with a "paper bag")."""
+    present = {normalize_label(label) for label in scene_labels}
+    present |= {small_object_category(label) for label in present}
+    padded = [f" {p} " for p in present]
+
+    def overlaps(label: str) -> bool:
+        word = f" {label} "
+        return any(word in p or p in word for p in padded)
+
+    return sorted({lab for lab in SMALL_OBJECT_LABELS if not overlaps(lab) and not overlaps(small_object_category(lab))})
 
 
 def _cm(distance_m: float) -> int:

@@ -1,7 +1,7 @@
 """Find scan folders under a scans root, local or ``s3://``, and fingerprint them.
 
 A scans root holds scan folders either directly (``<root>/scene0000_00``) or one
-level down by dataset (``<root>/scannet/scene0000_00``). Which dataset a folder
+level down by dataset (``<root>/scannet/scene0000_00``), or is one scan folder. Which dataset a folder
 belongs to is the readers' decision (``pipeline.readers.detect_dataset``), so a
 new reader makes its scans discoverable without touching this module. Each scan
 is keyed ``"<dataset>/<scene_id>"`` (the folder name is the scene id), which is
@@ -52,9 +52,17 @@ def _walk(folder: UPath, depth: int, found: dict[str, str]) -> None:
 
 
 def discover_scans(root: str, storage_options: dict[str, Any] | None = None) -> list[tuple[str, str]]:
-    """``(key, uri)`` of every scan folder under ``root``, sorted by key; empty when the root is absent."""
+    """``(key, uri)`` of every scan folder under ``root``, sorted by key; empty when the root is absent.
+
+    A root that is itself a scan folder yields just that scan.
+    """
+    base = upath(root, storage_options)
+    if base.is_dir():
+        dataset = _detect(base)
+        if dataset:
+            return [(f"{dataset}/{base.name}", str(base))]
     found: dict[str, str] = {}
-    _walk(upath(root, storage_options), 1, found)
+    _walk(base, 1, found)
     return sorted(found.items())
 
 

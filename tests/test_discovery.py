@@ -33,6 +33,12 @@ def test_missing_root_has_no_scans(tmp_path, fake_reader):
     assert discover_scans(str(tmp_path / "absent")) == []
 
 
+def test_root_that_is_a_scan_is_discovered(tmp_path, fake_reader):
+    folder = write_fake_scan(tmp_path, "synth0004_00")
+    assert discover_scans(str(folder)) == [("synthetic/synth0004_00", str(folder))]
+    assert locate_scan(str(folder), "synthetic/synth0004_00") == str(folder)
+
+
 def test_locate_scan_finds_both_layouts(tmp_path, fake_reader):
     write_fake_scan(tmp_path, "synth0001_00")
     write_fake_scan(tmp_path / "synthetic", "synth0002_00")

@@ -66,9 +66,10 @@ def _video(scene_id: str, budget: str) -> str:
     return f"videos/{budget}_frame/{scene_id}.mp4"
 
 
-def _pick(templates: dict[str, str], seed: int, *parts: object) -> str:
+def _pick(templates: dict[str, str], *parts: object) -> str:
+    """Wording choice: a hash of what is asked, not the seed, so question texts and ids survive a reseed."""
     names = sorted(templates)
-    return names[stable_int(seed, "pinpoint-template", *parts) % len(names)]
+    return names[stable_int("pinpoint-template", *parts) % len(names)]
 
 
 class ScanQuestions:
@@ -149,7 +150,7 @@ class ScanQuestions:
     def presence(self, visible_targets: list[dict]) -> list[dict]:
         rows = []
         for t in visible_targets:
-            name = _pick(T.PRESENCE_QUESTIONS, self.seed, self.key, self.budget, "tpv", t["label"])
+            name = _pick(T.PRESENCE_QUESTIONS, self.key, "tpv", t["label"])
             question = T.PRESENCE_QUESTIONS[name].format(target=t["label"])
             rows.append(
                 self._row("presence", name, question, "Yes", [t["object_id"]], geometry={"present": True, "target_id": t["object_id"]})
@@ -162,7 +163,7 @@ class ScanQuestions:
         chosen = rng(self.seed, self.key, self.budget, "tpv-negatives").choice(len(absent), size=n_neg, replace=False)
         for idx in sorted(int(i) for i in chosen):
             label = absent[idx]
-            name = _pick(T.PRESENCE_QUESTIONS, self.seed, self.key, self.budget, "tpv", label)
+            name = _pick(T.PRESENCE_QUESTIONS, self.key, "tpv", label)
             question = T.PRESENCE_QUESTIONS[name].format(target=label)
             rows.append(self._row("presence", name, question, "No", [], geometry={"present": False}))
         return rows
@@ -190,7 +191,7 @@ class ScanQuestions:
         order = gen.permutation(len(options))
         options = [options[int(i)] for i in order]
         letter = LETTERS[options.index(answer.label)]
-        name = _pick(T.REFERENCE_QUESTIONS, self.seed, self.key, self.budget, "nri", target["label"])
+        name = _pick(T.REFERENCE_QUESTIONS, self.key, "nri", target["label"])
         question = T.REFERENCE_QUESTIONS[name].format(target=target["label"])
         used = [target["object_id"], answer.object_id, *[pool[d] for d in distractors]]
         geometry = {
@@ -231,14 +232,14 @@ class ScanQuestions:
         sentences, used = [], [target["object_id"]]
         tag = []
         if support is not None:
-            name = _pick(T.SURFACE_SENTENCES, self.seed, self.key, self.budget, "fsd-surface", target["label"])
+            name = _pick(T.SURFACE_SENTENCES, self.key, "fsd-surface", target["label"])
             sentences.append(T.SURFACE_SENTENCES[name].format(target=target["label"], surface=support))
             used.append(support_id)
             tag.append(name)
             extra = refs[: q.max_references]
         elif refs:
             anchor = refs[0]
-            name = _pick(T.ANCHOR_SENTENCES, self.seed, self.key, self.budget, "fsd-anchor", target["label"])
+            name = _pick(T.ANCHOR_SENTENCES, self.key, "fsd-anchor", target["label"])
             sentences.append(
                 T.ANCHOR_SENTENCES[name].format(
                     target=target["label"], relation=T.RELATION_PHRASES[anchor.relation],
@@ -255,11 +256,11 @@ class ScanQuestions:
                 T.REFERENCE_CLAUSE.format(relation=T.RELATION_PHRASES[r.relation], reference=r.label, distance=_cm(r.distance))
                 for r in extra
             ]
-            name = _pick(T.REFERENCE_SENTENCES, self.seed, self.key, self.budget, "fsd-refs", target["label"])
+            name = _pick(T.REFERENCE_SENTENCES, self.key, "fsd-refs", target["label"])
             sentences.append(T.REFERENCE_SENTENCES[name].format(refs=" and ".join(clauses)))
             used += [r.object_id for r in extra]
             tag.append(name)
-        qname = _pick(T.FREE_FORM_QUESTIONS, self.seed, self.key, self.budget, "fsd", target["label"])
+        qname = _pick(T.FREE_FORM_QUESTIONS, self.key, "fsd", target["label"])
         question = T.FREE_FORM_QUESTIONS[qname].format(target=target["label"])
         geometry = {
             "target_id": target["object_id"],
@@ -284,7 +285,7 @@ class ScanQuestions:
                 {"object": r.label, "relation": r.relation, "distance_cm": round(r.distance * 100.0, 1)} for r in refs
             ],
         }
-        name = _pick(T.STRUCTURED_QUESTIONS, self.seed, self.key, self.budget, "ssp", target["label"])
+        name = _pick(T.STRUCTURED_QUESTIONS, self.key, "ssp", target["label"])
         question = T.STRUCTURED_QUESTIONS[name].format(target=target["label"])
         used = [target["object_id"], *([support_id] if support_id is not None else []), *[r.object_id for r in refs]]
         geometry = {

@@ -160,7 +160,8 @@ class ScanQuestions:
         if n_neg > len(absent):
             rows = rows[: len(absent)]
             n_neg = len(absent)
-        chosen = rng(self.seed, self.key, self.budget, "tpv-negatives").choice(len(absent), size=n_neg, replace=False)
+        # One permutation per scan, cut per budget: a budget with fewer visible targets asks a subset.
+        chosen = rng(self.seed, self.key, "tpv-negatives").permutation(len(absent))[:n_neg]
         for idx in sorted(int(i) for i in chosen):
             label = absent[idx]
             name = _pick(T.PRESENCE_QUESTIONS, self.key, "tpv", label)
@@ -185,7 +186,7 @@ class ScanQuestions:
         need = q.nri_options - 1
         if len(labels) < need:
             return None
-        gen = rng(self.seed, self.key, self.budget, "nri", target["object_id"])
+        gen = rng(self.seed, self.key, "nri", target["object_id"])  # same pool, same options in every budget
         distractors = [labels[int(i)] for i in gen.choice(len(labels), size=need, replace=False)]
         options = [answer.label, *distractors]
         order = gen.permutation(len(options))

@@ -107,7 +107,8 @@ class _HeightIndex:
         self.tris = tris[keep]
         self.den = den[keep]
         centroids = self.tris[:, :, :2].mean(axis=1)
-        self.radius = float(np.linalg.norm(self.tris[:, :, :2] - centroids[:, None, :], axis=2).max()) if len(centroids) else 0.0
+        spread = np.linalg.norm(self.tris[:, :, :2] - centroids[:, None, :], axis=2)
+        self.radius = float(spread.max()) if len(centroids) else 0.0
         self.tree = cKDTree(centroids) if len(centroids) else None
 
     def heights(self, pts: np.ndarray) -> list[np.ndarray]:

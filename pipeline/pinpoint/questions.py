@@ -152,9 +152,8 @@ class ScanQuestions:
         for t in visible_targets:
             name = _pick(T.PRESENCE_QUESTIONS, self.key, "tpv", t["label"])
             question = T.PRESENCE_QUESTIONS[name].format(target=t["label"])
-            rows.append(
-                self._row("presence", name, question, "Yes", [t["object_id"]], geometry={"present": True, "target_id": t["object_id"]})
-            )
+            geometry = {"present": True, "target_id": t["object_id"]}
+            rows.append(self._row("presence", name, question, "Yes", [t["object_id"]], geometry=geometry))
         absent = absent_labels(self.labels.values())
         n_neg = int(round(len(rows) * self.cfg.questions.tpv_negative_ratio))
         if n_neg > len(absent):
@@ -263,10 +262,14 @@ class ScanQuestions:
             tag.append(name)
         qname = _pick(T.FREE_FORM_QUESTIONS, self.key, "fsd", target["label"])
         question = T.FREE_FORM_QUESTIONS[qname].format(target=target["label"])
+        mentioned = (refs[:1] if support is None else []) + extra
         geometry = {
             "target_id": target["object_id"],
             "support_object_id": support_id,
-            "references": [{"object_id": r.object_id, "label": r.label, "relation": r.relation, "distance": r.distance} for r in (refs[:1] if support is None else []) + extra],
+            "references": [
+                {"object_id": r.object_id, "label": r.label, "relation": r.relation, "distance": r.distance}
+                for r in mentioned
+            ],
         }
         return self._row(
             "free_form_localization", "+".join([qname, *tag]), question, " ".join(sentences), used,

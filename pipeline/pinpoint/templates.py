@@ -28,8 +28,13 @@ FREE_FORM_QUESTIONS: dict[str, str] = {
 }
 
 STRUCTURED_QUESTIONS: dict[str, str] = {
-    "ssp_1": "Give the location of the {target} as structured output: its supporting surface and nearby reference objects.",
-    "ssp_2": "Localize the {target}: report the surface it rests on and the closest reference objects with their relations and distances.",
+    "ssp_1": (
+        "Give the location of the {target} as structured output: its supporting surface and nearby reference objects."
+    ),
+    "ssp_2": (
+        "Localize the {target}: report the surface it rests on and the closest reference objects with their "
+        "relations and distances."
+    ),
 }
 
 INSTRUCTIONS: dict[str, str] = {

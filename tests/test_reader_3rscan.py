@@ -20,6 +20,7 @@ from pipeline.synth.scene import generate_scene
 from pipeline.video import rotate_image
 
 SEED = 7
+IDENTITY16 = "1 0 0 0 0 1 0 0 0 0 1 0 0 0 0 1"
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +72,9 @@ def test_rotated_sequence_gives_back_the_upright_camera(synthetic):
 
 def test_all_frames_are_kept_at_4_fps(synthetic):
     scene, _, scan = synthetic
-    frames = scene_tables(scan, Config())["frames"]
-    assert frames["in_all_frame"].to_list() == [True] * len(scene.poses)
-    assert scene_tables(scan, Config())["scans"]["fps"].to_list() == [4.0]
+    tables = scene_tables(scan, Config())
+    assert tables["frames"]["in_all_frame"].to_list() == [True] * len(scene.poses)
+    assert tables["scans"]["fps"].to_list() == [4.0]
 
 
 # --- small hand-built scans for bad input --------------------------------------------------------
@@ -87,12 +88,14 @@ def _tiny_scan(root):
     vertices = np.concatenate([v, v + [3, 0, 0]])
     faces = np.array([[0, 1, 2], [0, 2, 3], [4, 5, 6], [4, 6, 7]])
     owner = np.array([1, 1, 1, 1, 2, 2, 2, 2], dtype=np.uint16)
-    write_binary_ply(scan / "labels.instances.annotated.v2.ply", vertices, faces, None, vertex_properties={"objectId": owner})
+    ply = scan / "labels.instances.annotated.v2.ply"
+    write_binary_ply(ply, vertices, faces, None, vertex_properties={"objectId": owner})
     obb = {"centroid": [0.5, 0.5, 0], "axesLengths": [1, 1, 0.01], "normalizedAxes": [1, 0, 0, 0, 1, 0, 0, 0, 1]}
     groups = [{"id": 1, "objectId": 1, "label": "rug", "segments": [1], "obb": obb}]
     groups.append({"id": 2, "objectId": 2, "label": "mat", "segments": [2], "obb": dict(obb, centroid=[3.5, 0.5, 0])})
     (scan / "semseg.v2.json").write_text(json.dumps({"scan_id": scan.name, "segGroups": groups}))
-    info = "m_colorWidth = 960\nm_colorHeight = 540\nm_calibrationColorIntrinsic = 877.5 0 479.75 0 0 877.5 269.75 0 0 0 1 0 0 0 0 1\n"
+    k = "877.5 0 479.75 0 0 877.5 269.75 0 0 0 1 0 0 0 0 1"
+    info = f"m_colorWidth = 960\nm_colorHeight = 540\nm_calibrationColorIntrinsic = {k}\n"
     (seq / "_info.txt").write_text(info)
     for i in range(2):
         (seq / f"frame-{i:06d}.pose.txt").write_text("1 0 0 0\n0 1 0 0\n0 0 1 0\n0 0 0 1\n")
@@ -148,9 +151,9 @@ def test_bad_mesh_and_sequence(tmp_path):
     _expect(scan, r"sequence/_info\.txt: missing m_calibrationColorIntrinsic")
     info.write_text("m_colorWidth = 960\nm_colorHeight = 540\nm_calibrationColorIntrinsic = 1 2 3\n")
     _expect(scan, r"sequence/_info\.txt: m_calibrationColorIntrinsic is not 16 finite numbers")
-    info.write_text("m_colorHeight = 540\nm_calibrationColorIntrinsic = 1 0 0 0 0 1 0 0 0 0 1 0 0 0 0 1\n")
+    info.write_text(f"m_colorHeight = 540\nm_calibrationColorIntrinsic = {IDENTITY16}\n")
     _expect(scan, r"sequence/_info\.txt: missing m_colorWidth")
-    info.write_text("m_colorWidth = 960\nm_colorHeight = 540\nm_calibrationColorIntrinsic = 1 0 0 0 0 1 0 0 0 0 1 0 0 0 0 1\n")
+    info.write_text(f"m_colorWidth = 960\nm_colorHeight = 540\nm_calibrationColorIntrinsic = {IDENTITY16}\n")
     (scan / "sequence" / "frame-000001.pose.txt").write_text("1 0 0\n")
     _expect(scan, r"sequence/frame-000001\.pose\.txt: pose has 3 numbers, expected 16")
     (scan / "sequence" / "frame-000001.pose.txt").write_text("1 0 0 0\n0 1 0 0\n0 0 1 0\n0 0 0 1\n")

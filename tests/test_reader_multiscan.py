@@ -43,7 +43,8 @@ def test_fixture_parses_28_objects_with_the_files_own_bounds(fixtures_dir):
             assert obj.up is None
             continue
         # front and up each lie along one box axis (a row), and are perpendicular
-        assert np.abs(rows @ obj.up).max() == pytest.approx(1.0) and np.abs(rows @ obj.front).max() == pytest.approx(1.0)
+        assert np.abs(rows @ obj.up).max() == pytest.approx(1.0)
+        assert np.abs(rows @ obj.front).max() == pytest.approx(1.0)
         assert abs(float(obj.front @ obj.up)) < 1e-9
     labels = {o.name: o.label for o in objects}
     assert labels["wall_cabinet.1"] == "wall cabinet" and labels["bag.1"] == "bag" and labels["remove"] == "remove"
@@ -162,7 +163,9 @@ def _tiny_scan(root, *, face_ids=True, frames=2):
     k = [50.0, 0, 0, 0, 50.0, 0, 32.0, 24.0, 1.0]
     pose = np.eye(4)
     pose[:3, 3] = [0.5, 1.5, 3.0]
-    lines = [json.dumps({"timestamp": 10**9 + j * 16666667, "intrinsics": k, "transform": list(pose.T.reshape(-1))}) for j in range(frames)]
+    transform = list(pose.T.reshape(-1))
+    entries = [{"timestamp": 10**9 + j * 16666667, "intrinsics": k, "transform": transform} for j in range(frames)]
+    lines = [json.dumps(e) for e in entries]
     (scan / f"{scan.name}.jsonl").write_text("\n".join(lines) + "\n")
     writer = VideoWriter(scan / f"{scan.name}.mp4", 60, (64, 48))
     writer.write(np.zeros((48, 64, 3), dtype=np.uint8), times=frames)

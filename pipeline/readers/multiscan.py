@@ -40,9 +40,17 @@ import numpy as np
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
+from pipeline.frames import output_size
 from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
-from pipeline.readers.rscan import labelled_object, members_by_owner, optional_label_map, read_json, resized, sky_up_rotation
+from pipeline.readers.rscan import (
+    labelled_object,
+    members_by_owner,
+    optional_label_map,
+    read_json,
+    resized,
+    sky_up_rotation,
+)
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan
 
 DATASET = "multiscan"
@@ -198,7 +206,8 @@ def stream_rate(folder: Path, key: str) -> tuple[float, Path | None]:
             except (TypeError, ValueError):
                 fps = float("nan")
             if not np.isfinite(fps) or fps <= 0:
-                raise ScanError(key, path.name, f"color_camera frequency must be a positive number, got {stream['frequency']!r}")
+                problem = f"color_camera frequency must be a positive number, got {stream['frequency']!r}"
+                raise ScanError(key, path.name, problem)
             return fps, path
     return MULTISCAN_FPS, path
 
@@ -255,8 +264,7 @@ def _frames(folder: Path, config: Config, key: str, warnings: list[str]):
     src_size = (source.width, source.height)
     if source.frame_count and source.frame_count < len(stream):
         warnings.append(f"{video.name} has {source.frame_count} frames for {len(stream)} camera lines")
-    long_side, short_side = max(config.frames.width, config.frames.height), min(config.frames.width, config.frames.height)
-    out_size = (long_side, short_side) if src_size[0] >= src_size[1] else (short_side, long_side)
+    out_size = output_size(src_size[0], src_size[1], config.frames)
     scale = np.diag([out_size[0] / src_size[0], out_size[1] / src_size[1], 1.0])
     t0 = next((ts for ts, _, _ in stream if ts is not None), None)
     frames = []
@@ -302,7 +310,7 @@ def read_multiscan(folder: Path, config: Config, *, source_uri: str | None = Non
             warnings.append(f"{mesh_path.name}: face objectIds {stray[:5]} are not annotated; left unlabelled")
             face_owner = np.where(np.isin(face_owner, stray), 0, face_owner)
         face_members = members_by_owner(face_owner)
-        members = {oid: np.unique(ply.triangles[faces].reshape(-1)).astype(np.int64) for oid, faces in face_members.items()}
+        members = {oid: np.unique(ply.triangles[faces]).astype(np.int64) for oid, faces in face_members.items()}
         owner_ids = np.where(face_owner > 0, face_owner, -1).astype(np.int32)
         mesh = Mesh(ply.vertices, ply.triangles, ply.colors, owner_ids)
     else:

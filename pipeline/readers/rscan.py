@@ -36,6 +36,7 @@ import numpy as np
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
+from pipeline.frames import output_size
 from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
 from pipeline.readers.labels import LABEL_MAP_FILENAMES, LabelMap
@@ -244,9 +245,7 @@ def _frames(folder: Path, config: Config, key: str):
     indices = sorted(int(m.group(1)) for p in seq.iterdir() if (m := FRAME_FILE.match(p.name)))
     if not indices:
         return None
-    out_size = (int(config.frames.width), int(config.frames.height))
-    if color_size[1] > color_size[0]:
-        out_size = (min(out_size), max(out_size))
+    out_size = output_size(color_size[0], color_size[1], config.frames)
     scale = np.diag([out_size[0] / color_size[0], out_size[1] / color_size[1], 1.0])
     fps = float(config.frames.fps_3rscan)
     frames, files = [], [seq / INFO]
@@ -297,7 +296,7 @@ def read_rscan(folder: Path, config: Config, *, source_uri: str | None = None) -
     objects.sort(key=lambda o: o.object_id)
     found = _frames(folder, config, key)
     if found is None:
-        warnings.append("no camera frames (no sequence/_info.txt with posed frames): frame-dependent steps skip this scan")
+        warnings.append("no camera frames (no sequence/_info.txt with posed frames): frame steps skip this scan")
         frames, load_image, fps = [], None, 0.0
     else:
         frames, load_image, fps, frame_files = found

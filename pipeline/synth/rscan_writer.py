@@ -35,7 +35,7 @@ from pipeline.synth.scannet_writer import LABEL_MAP_NAME, truth_dict
 from pipeline.synth.scene import SynthScene
 
 TRUTH_NAME = "scan2qa_truth.json"
-# Stored camera axes in the upright camera's frame: columns are x' = y and y' = -x (image turned 90° counter-clockwise).
+# Stored camera axes in the upright camera's frame: columns x' = y, y' = -x (image turned 90° counter-clockwise).
 STORED_CAMERA = np.array([[0.0, -1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
 
 
@@ -94,7 +94,8 @@ def _semseg(scene: SynthScene, scan_id: str) -> dict:
                 },
             }
         )
-    return {"scan_id": scan_id, "appId": "scan2qa-synthetic", "segGroups": groups, "segmentsFile": "mesh.refined.0.010000.segs.v2.json"}
+    segments_file = "mesh.refined.0.010000.segs.v2.json"
+    return {"scan_id": scan_id, "appId": "scan2qa-synthetic", "segGroups": groups, "segmentsFile": segments_file}
 
 
 def _write_obj(path: Path, vertices: np.ndarray, triangles: np.ndarray) -> None:

@@ -12,7 +12,13 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.geometry.obb import gravity_aligned_obb
 from pipeline.readers import detect_dataset, read_scan
-from pipeline.readers.multiscan import ARKIT_TO_OPENCV, raw_label, read_multiscan_annotations
+from pipeline.readers.multiscan import (
+    ARKIT_TO_OPENCV,
+    ARKIT_Y_UP_TO_Z_UP,
+    raw_label,
+    read_camera_stream,
+    read_multiscan_annotations,
+)
 from pipeline.readers.rscan import sky_up_rotation
 from pipeline.scene_tables import scene_tables
 from pipeline.synth.multiscan_writer import mesh_to_arkit, write_binary_ply, write_multiscan
@@ -61,6 +67,19 @@ def test_fixture_boxes_read_as_columns_would_miss_the_bounds(fixtures_dir):
         corners = np.asarray(obb["centroid"]) + (signs * np.asarray(obb["axesLengths"]) / 2) @ cols.T
         worst = max(worst, float(np.abs(corners.min(axis=0) - obb["min"]).max()))
     assert worst > 0.5
+
+
+def test_fixture_camera_stream_is_60_fps_column_major_and_sideways(fixtures_dir):
+    stream = read_camera_stream(fixtures_dir / "multiscan" / "camera-info-example.jsonl", "multiscan/example")
+    assert len(stream) == 354
+    stamps = np.array([ts for ts, _, _ in stream])
+    assert np.median(np.diff(stamps)) / 1e9 == pytest.approx(1 / 60, rel=1e-3)  # nanoseconds at 60 fps
+    k = stream[0][1]
+    assert k[0, 2] == pytest.approx(941.38, abs=0.01) and k[2, 0] == 0 and k[2, 2] == 1  # cx in the last column
+    transform = stream[0][2]
+    assert np.allclose(transform[3], [0, 0, 0, 1], atol=1e-6)  # translation in the last column, not row
+    poses = [ARKIT_Y_UP_TO_Z_UP @ t @ ARKIT_TO_OPENCV for _, _, t in stream]
+    assert sky_up_rotation(poses) == 90  # the iPad was held upright: the landscape video is turned
 
 
 def test_new_schema_uses_object_ids(tmp_path):

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import frames, pinpoint, qa, scene, visibility
+from assets import frames, pinpoint, qa, release, scene, visibility
 from assets.jobs import build_jobs
 from assets.schedules import weekly_full_rebuild
 from assets.sensors import build_sensors
 from resources.defaults import default_resources
 
-ASSET_MODULES = [scene, frames, visibility, qa, pinpoint]
+ASSET_MODULES = [scene, frames, visibility, qa, pinpoint, release]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 all_asset_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)

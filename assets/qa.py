@@ -55,14 +55,21 @@ def qa_candidates(
 
 @dg.asset(
     group_name="qa",
-    ins={"qa_candidates": dg.AssetIn("qa_candidates", partition_mapping=dg.AllPartitionMapping())},
-    description="the filtered, subsampled, letter-balanced question table of the whole benchmark",
+    ins={
+        "qa_candidates": dg.AssetIn("qa_candidates", partition_mapping=dg.AllPartitionMapping()),
+        "pinpoint_qa": dg.AssetIn("pinpoint_qa"),
+    },
+    description="the filtered, subsampled, letter-balanced question table of the whole benchmark (all profiles)",
 )
-def qa(context: dg.AssetExecutionContext, storage: StorageResource, qa_candidates: pl.DataFrame) -> pl.DataFrame:
+def qa(
+    context: dg.AssetExecutionContext, storage: StorageResource, qa_candidates: pl.DataFrame, pinpoint_qa: pl.DataFrame
+) -> pl.DataFrame:
     from pipeline.qa import finalize_qa
 
     config = storage.config()
     tables = [finalize_qa(qa_candidates, profile=p, seed=config.seed) for p in question_profiles(config.profiles)]
+    if "pinpointqa" in config.profiles:
+        tables.append(schemas.conform("qa", pinpoint_qa))
     table = pl.concat(tables) if tables else schemas.empty("qa")
     counts = table.group_by("profile", "question_type").len().sort("profile", "question_type")
     per_type = {f"{r['profile']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}

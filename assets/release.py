@@ -7,7 +7,6 @@ The release asset validates again after applying reviewer verdicts (the
 tables it writes are the ones it checked) and writes the release atomically.
 """
 
-from __future__ import annotations
 
 import dagster as dg
 

@@ -118,7 +118,7 @@ def _member(df: pl.DataFrame, keys: set, key_columns: list[str], name: str) -> p
     return df.with_columns(pl.Series(name, values, dtype=pl.Boolean))
 
 
-def build_views(tables: dict[str, pl.DataFrame], min_questions_for_letters: int = 40) -> dict[str, pl.DataFrame]:
+def build_views(tables: dict[str, pl.DataFrame], min_questions_for_distribution: int = 40) -> dict[str, pl.DataFrame]:
     """Views of every released table present in ``tables``, keyed by suite table name."""
     from pipeline import schemas
 
@@ -154,10 +154,11 @@ def build_views(tables: dict[str, pl.DataFrame], min_questions_for_letters: int 
         ]
         views["qa"] = view.with_columns(pl.Series("numeric_positive", numeric_ok, dtype=pl.Boolean))
         dist = qa_distribution(qa)
+        # A type with a handful of questions has a high constant-answer score and a lumpy letter spread
+        # by chance alone; the bounds are judged only where there are enough questions to mean something.
+        enough = pl.col("questions") >= min_questions_for_distribution
         views["qa_distribution"] = dist.with_columns(
-            pl.when(pl.col("questions") >= min_questions_for_letters)
-            .then(pl.col("letter_deviation"))
-            .otherwise(None)
-            .alias("letter_deviation")
+            pl.when(enough).then(pl.col("letter_deviation")).otherwise(None).alias("letter_deviation"),
+            pl.when(enough).then(pl.col("frequency_baseline")).otherwise(None).alias("frequency_baseline"),
         )
     return views

@@ -99,10 +99,10 @@ def run_gate(
     docs_dir: str | None = None,
     frequency_ceiling: float = 0.7,
     letter_tolerance: float = 0.05,
-    min_questions_for_letters: int = 40,
+    min_questions_for_distribution: int = 40,
 ) -> GateReport:
     """Validate every released table present in ``tables``; build Data Docs into ``docs_dir``."""
-    views = build_views(tables, min_questions_for_letters=min_questions_for_letters)
+    views = build_views(tables, min_questions_for_distribution=min_questions_for_distribution)
     suites = [s for s in build_suites(frequency_ceiling, letter_tolerance) if s.table in views]
     ctx = _context(docs_dir)
     import great_expectations as gx

@@ -38,7 +38,7 @@ class FramesConfig:
 class GateConfig:
     frequency_ceiling: float = 0.7  # a type whose constant-answer baseline scores above this blocks the release
     letter_tolerance: float = 0.05  # largest allowed gap between a correct letter's share and uniform
-    min_questions_for_letters: int = 40  # letter spread is judged only on types with this many questions
+    min_questions_for_distribution: int = 40  # both bounds are judged only on types with this many questions
 
 
 @dataclass

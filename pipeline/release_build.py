@@ -69,7 +69,7 @@ def run_release_gate(tables: dict[str, pl.DataFrame], config: Config, docs_dir: 
         docs_dir=docs_dir,
         frequency_ceiling=config.gate.frequency_ceiling,
         letter_tolerance=config.gate.letter_tolerance,
-        min_questions_for_letters=config.gate.min_questions_for_letters,
+        min_questions_for_distribution=config.gate.min_questions_for_distribution,
     )
 
 

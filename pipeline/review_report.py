@@ -78,10 +78,11 @@ def bar_chart_svg(labels: list[str], values: list[float], title: str, width: int
 
 
 def _histogram(group: pl.DataFrame) -> tuple[list[str], list[float]]:
-    if group["options"].list.len().max():
+    """Letter counts for choices, bins for numbers, label counts for short categorical answers (yes/no)."""
+    values = group["answer_value"].drop_nulls().to_numpy()
+    if group["options"].list.len().max() or (values.size == 0 and group["ground_truth"].n_unique() <= 12):
         counts = group["ground_truth"].value_counts().sort("ground_truth")
         return counts["ground_truth"].to_list(), [float(c) for c in counts["count"].to_list()]
-    values = group["answer_value"].drop_nulls().to_numpy()
     if values.size == 0:
         return [], []
     counts, edges = np.histogram(values, bins=min(10, max(1, len(np.unique(values)))))
@@ -114,14 +115,14 @@ def _gallery_item(row: dict, output_root: Path, frame_samples: pl.DataFrame, vis
         seen = visibility.filter(
             (pl.col("key") == row["key"]) & pl.col("object_id").is_in(used) & pl.col("frame_index").is_in(list(rank_of))
         )
+        # Each named object's most prominent sampled frame, so every object of the question is shown.
         best = (
-            seen.group_by("frame_index")
-            .agg(pl.col("visible_pixels").sum().alias("pixels"))
-            .sort(["pixels", "frame_index"], descending=[True, False])
-            .head(max_frames)["frame_index"]
+            seen.sort(["visible_pixels", "frame_index"], descending=[True, False])
+            .group_by("object_id", maintain_order=True)
+            .first()["frame_index"]
             .to_list()
         )
-        for frame_index in sorted(best):
+        for frame_index in sorted(set(best))[:max_frames]:
             image = _read_frame(video, rank_of[frame_index])
             if image is None:
                 continue
@@ -150,7 +151,7 @@ def render_report(
     orphan_verdicts: list[str] | None = None,
     rejected: list[str] | None = None,
     samples_per_type: int = 2,
-    frames_per_question: int = 3,
+    frames_per_question: int = 4,
     seed: int = 0,
 ) -> str:
     qa = tables["qa"]
@@ -161,19 +162,26 @@ def render_report(
     parts.append(f"<h1>{_esc(title)}</h1><p class=meta>{qa.height} questions over {qa['key'].n_unique()} scans.</p>")
 
     # Counts per type and budget.
-    types = sorted(qa["question_type"].unique().to_list())
-    counts = {(t, b): 0 for t in types for b in BUDGETS}
-    for (t, b), g in qa.group_by(["question_type", "budget"]):
-        counts[(t, b)] = g.height
+    types = sorted(set(zip(qa["profile"].to_list(), qa["question_type"].to_list())))
+    counts = {(p, t, b): 0 for p, t in types for b in BUDGETS}
+    for (p, t, b), g in qa.group_by(["profile", "question_type", "budget"]):
+        counts[(p, t, b)] = g.height
     parts.append("<h2>Questions per type and frame budget</h2>")
-    parts.append(_table(["question type", *BUDGETS, "total"], [[t, *[counts[(t, b)] for b in BUDGETS], sum(counts[(t, b)] for b in BUDGETS)] for t in types]))
+    parts.append(
+        _table(
+            ["profile", "question type", *BUDGETS, "total"],
+            [[p, t, *[counts[(p, t, b)] for b in BUDGETS], sum(counts[(p, t, b)] for b in BUDGETS)] for p, t in types],
+            left=2,
+        )
+    )
 
     # Answer distributions (real videos).
     parts.append("<h2>Answer distributions</h2><div class=charts>")
     real = qa.filter(pl.col("video_kind") == "real")
     for (t,), group in sorted(real.group_by(["question_type"]), key=lambda kv: kv[0][0]):
         labels, values = _histogram(group)
-        parts.append(bar_chart_svg(labels, values, f"{t} ({group.height})"))
+        if labels:
+            parts.append(bar_chart_svg(labels, values, f"{t} ({group.height})"))
     parts.append("</div>")
 
     # Frequency baselines.

@@ -98,7 +98,7 @@ def test_unknown_object_blocks():
 def test_skewed_answer_distribution_blocks():
     t = _tables(n_questions=60)
     t["qa"] = t["qa"].with_columns(pl.lit("A").alias("ground_truth"))
-    failed = _failed(t, min_questions_for_letters=40)
+    failed = _failed(t, min_questions_for_distribution=40)
     assert "qa_distribution.letter_deviation_range" in failed
     assert "qa_distribution.frequency_baseline_range" in failed
 

@@ -125,6 +125,10 @@ class ScanQuestions:
     def _visible_ok(self, object_id: int) -> bool:
         return not self.cfg.questions.require_visible_references or object_id in self.visible
 
+    def _support_ok(self, support_id: int | None) -> bool:
+        """A localisation that names its surface needs that surface seen under the budget (SPEC §3)."""
+        return support_id is None or self._visible_ok(support_id)
+
     def references(self, target: dict, exclude_contact: bool) -> list[Reference]:
         """Valid references of a target, one per label (the closest instance), nearest first."""
         q = self.cfg.questions
@@ -229,6 +233,8 @@ class ScanQuestions:
         q = self.cfg.questions
         refs = self.references(target, exclude_contact=False)
         support_id, support = target["support_object_id"], target["support_label"]
+        if not self._support_ok(support_id):
+            return None
         sentences, used = [], [target["object_id"]]
         tag = []
         if support is not None:
@@ -280,7 +286,7 @@ class ScanQuestions:
         q = self.cfg.questions
         refs = self.references(target, exclude_contact=False)[: q.max_references]
         support_id, support = target["support_object_id"], target["support_label"]
-        if support is None and not refs:
+        if (support is None and not refs) or not self._support_ok(support_id):
             return None
         answer = {
             "target": target["label"],

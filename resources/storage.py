@@ -58,7 +58,3 @@ class StorageResource(dg.ConfigurableResource):
             output_root=self.output_root or None,
             storage_options=self.storage_options or None,
         )
-
-    @property
-    def tables_root(self) -> str:
-        return self.config().tables_root

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 import shapely
 
+from pipeline.frames import all_frame_indices
 from pipeline import schemas
 from pipeline.config import Config
 from pipeline.geometry.obb import gravity_aligned_obb
@@ -25,23 +26,12 @@ def all_frame_rate(dataset: str, config: Config) -> float:
 
 
 def resample_by_time(frames: list[Frame], fps: float) -> set[int]:
-    """Source indices of the all-frame sequence: the first valid frame of every 1/fps time slot.
-
-    Slots are counted from the first valid frame, so a 30 fps stream keeps every
-    third frame at 10 fps, and a frame dropped for a bad pose hands its slot to
-    the next valid frame of the same slot.
-    """
-    valid = sorted((f.timestamp, f.frame_index) for f in frames if f.valid)
-    if not valid or fps <= 0:
+    """Source indices of the all-frame sequence, by the one resampling rule of ``pipeline.frames``."""
+    if not frames or fps <= 0:
         return set()
-    t0 = valid[0][0]
-    kept, last_slot = set(), None
-    for ts, index in valid:
-        slot = int(np.floor((ts - t0) * fps + 1e-6))
-        if slot != last_slot:
-            kept.add(index)
-            last_slot = slot
-    return kept
+    timestamps = np.array([f.timestamp for f in frames], dtype=np.float64)
+    valid = np.array([f.valid for f in frames], dtype=bool)
+    return {frames[i].frame_index for i in all_frame_indices(timestamps, valid, fps)}
 
 
 def _object_box(obj: SceneObject, vertices: np.ndarray | None) -> tuple[OrientedBox | None, str]:

@@ -20,8 +20,8 @@ compared given the reference's visibility.
 Two more things legitimately differ and are normalised before comparing, both
 asserted first: 3RScan and MultiScan reserve id 0 for unannotated surface, so
 their object ids are the generator's + 1; and room polygons are derived from
-the mesh with a subsample seeded by the scan key (``pipeline.geometry.rooms``),
-so rooms agree only within a tolerance and the QA comparison uses one room
+the mesh (``pipeline.geometry.rooms``) and agree to 0.1% (float32 vertices stored
+in another frame move boundary points by microns); the QA comparison uses one room
 table. Question ids hash the scan key, so QA is generated under one shared
 key; the rows must then be identical apart from dataset and scene id, except
 that numbers in the ``geometry`` audit JSON may differ in their last rounded
@@ -159,7 +159,7 @@ def _qa(result: dict, rooms: pl.DataFrame, config: Config) -> pl.DataFrame:
     return pl.concat(parts).drop("dataset", "scene_id")
 
 
-def _assert_same_scan(results: dict, scene, config: Config, room_tolerance: float = 0.03) -> None:
+def _assert_same_scan(results: dict, scene, config: Config, room_tolerance: float = 1e-3) -> None:
     ref_name = next(iter(results))
     ref = results[ref_name]
     ref_objects = ref["objects"]
@@ -190,7 +190,8 @@ def _assert_same_scan(results: dict, scene, config: Config, room_tolerance: floa
             assert agree >= BOX_MASK_AGREEMENT, (name, agree)
         else:
             assert decisions.equals(ref_decisions), name
-        # Rooms: derived with a key-seeded subsample, so equal only within a tolerance.
+        # Rooms: derived from the same mesh with a geometry-seeded subsample; float32 storage in another frame
+        # can move a boundary point by a micron, so areas agree to 0.1%.
         areas = np.array(result["rooms"]["area_m2"].to_list())
         ref_areas = np.array(ref["rooms"]["area_m2"].to_list())
         assert areas.shape == ref_areas.shape and np.all(np.abs(areas / ref_areas - 1) <= room_tolerance), name

@@ -14,7 +14,7 @@ from pipeline.readers import detect_dataset, read_scan
 from pipeline.readers.arkitscenes import rotated_camera
 from pipeline.readers.rscan import read_seg_groups
 from pipeline.scene_tables import scene_tables
-from pipeline.synth.multiscan_writer import write_binary_ply
+from pipeline.formats.ply import write_ply
 from pipeline.synth.rscan_writer import rscan_scan_id, write_3rscan
 from pipeline.synth.scene import generate_scene
 from pipeline.video import rotate_image
@@ -89,7 +89,7 @@ def _tiny_scan(root):
     faces = np.array([[0, 1, 2], [0, 2, 3], [4, 5, 6], [4, 6, 7]])
     owner = np.array([1, 1, 1, 1, 2, 2, 2, 2], dtype=np.uint16)
     ply = scan / "labels.instances.annotated.v2.ply"
-    write_binary_ply(ply, vertices, faces, None, vertex_properties={"objectId": owner})
+    write_ply(ply, vertices, faces, None, vertex_properties={"objectId": owner}, comment=None)
     obb = {"centroid": [0.5, 0.5, 0], "axesLengths": [1, 1, 0.01], "normalizedAxes": [1, 0, 0, 0, 1, 0, 0, 0, 1]}
     groups = [{"id": 1, "objectId": 1, "label": "rug", "segments": [1], "obb": obb}]
     groups.append({"id": 2, "objectId": 2, "label": "mat", "segments": [2], "obb": dict(obb, centroid=[3.5, 0.5, 0])})
@@ -143,7 +143,7 @@ def test_bad_mesh_and_sequence(tmp_path):
     ply = scan / "labels.instances.annotated.v2.ply"
     good = ply.read_bytes()
     v = np.zeros((3, 3))
-    write_binary_ply(ply, v, np.array([[0, 1, 2]]), None)
+    write_ply(ply, v, np.array([[0, 1, 2]]), None, comment=None)
     _expect(scan, r"labels\.instances\.annotated\.v2\.ply: vertex element lacks objectId")
     ply.write_bytes(good)
     info = scan / "sequence" / "_info.txt"

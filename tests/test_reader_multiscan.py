@@ -21,7 +21,8 @@ from pipeline.readers.multiscan import (
 )
 from pipeline.readers.rscan import sky_up_rotation
 from pipeline.scene_tables import scene_tables
-from pipeline.synth.multiscan_writer import mesh_to_arkit, write_binary_ply, write_multiscan
+from pipeline.formats.ply import write_ply
+from pipeline.synth.multiscan_writer import mesh_to_arkit, write_multiscan
 from pipeline.synth.scene import generate_scene
 from pipeline.video import VideoWriter
 
@@ -169,7 +170,7 @@ def _tiny_scan(root, *, face_ids=True, frames=2):
     faces = np.array([[0, 1, 2], [0, 2, 3], [4, 5, 6], [4, 6, 7]])
     colors = np.full((8, 3), 128, dtype=np.uint8)
     props = {"objectId": np.array([1, 1, 2, 2], dtype=np.int32)} if face_ids else None
-    write_binary_ply(scan / f"{scan.name}.ply", vertices, faces, colors, face_properties=props)
+    write_ply(scan / f"{scan.name}.ply", vertices, faces, colors, face_properties=props, comment=None)
     obb = {"centroid": [0.5, 0.5, 0], "axesLengths": [1, 1, 0.01], "normalizedAxes": [1, 0, 0, 0, 1, 0, 0, 0, 1]}
     objects = [{"label": "rug.1", "obb": obb}, {"label": "rug.2", "obb": dict(obb, centroid=[3.5, 0.5, 0])}]
     if face_ids:

@@ -32,7 +32,7 @@ L_SHAPE = Polygon([(0, 0), (6, 0), (6, 2), (2, 2), (2, 5), (0, 5)])  # 18 m^2
 
 def test_l_shaped_room_area():
     pts = np.concatenate([_floor_points(L_SHAPE), _walls(L_SHAPE)])
-    polygon = derive_scene_polygon(pts, seed=0, key="t/l")
+    polygon = derive_scene_polygon(pts, seed=0)
     assert polygon.area == pytest.approx(L_SHAPE.area, rel=0.05)
     assert polygon.symmetric_difference(L_SHAPE).area < 0.1 * L_SHAPE.area  # concave, not the convex hull
 
@@ -43,7 +43,7 @@ def test_furniture_holes_are_filled():
     bed = box(1, 1, 3, 3)
     hidden = shapely.contains_xy(bed, floor[:, 0], floor[:, 1])
     pts = np.concatenate([floor[~hidden], _walls(room)])
-    polygon = derive_scene_polygon(pts, seed=0, key="t/bed")
+    polygon = derive_scene_polygon(pts, seed=0)
     assert polygon.geom_type == "Polygon" and len(polygon.interiors) == 0
     assert polygon.area == pytest.approx(20.0, rel=0.05)
 
@@ -52,13 +52,13 @@ def test_ceiling_and_furniture_tops_are_ignored():
     room = box(0, 0, 3, 3)
     ceiling_only = _floor_points(box(-2, -2, 6, 6), z=2.6)  # wider than the floor, above the band
     pts = np.concatenate([_floor_points(room), ceiling_only])
-    assert derive_scene_polygon(pts, seed=0, key="t/c").area == pytest.approx(9.0, rel=0.05)
+    assert derive_scene_polygon(pts, seed=0).area == pytest.approx(9.0, rel=0.05)
 
 
 def test_two_rooms_give_scene_and_main():
     big, small = box(0, 0, 5, 4), box(8, 0, 10, 2)
     pts = np.concatenate([_floor_points(big), _floor_points(small)])
-    rooms = derive_rooms(pts, seed=0, key="t/two")
+    rooms = derive_rooms(pts, seed=0)
     assert [(r.kind, r.source) for r in rooms] == [("scene", "derived"), ("main", "derived")]
     assert rooms[0].polygon.geom_type == "MultiPolygon"
     assert rooms[0].polygon.area == pytest.approx(24.0, rel=0.05)
@@ -67,14 +67,14 @@ def test_two_rooms_give_scene_and_main():
 
 def test_seeded_subsample_is_reproducible():
     pts = np.concatenate([_floor_points(L_SHAPE, spacing=0.03), _walls(L_SHAPE)])
-    a = derive_scene_polygon(pts, seed=3, key="t/s", max_points=2000)
-    b = derive_scene_polygon(pts, seed=3, key="t/s", max_points=2000)
+    a = derive_scene_polygon(pts, seed=3, max_points=2000)
+    b = derive_scene_polygon(pts, seed=3, max_points=2000)
     assert shapely.to_wkb(a) == shapely.to_wkb(b)
     assert a.area == pytest.approx(L_SHAPE.area, rel=0.1)
 
 
 def test_degenerate_inputs_give_no_room():
-    assert derive_rooms(np.zeros((2, 3)), seed=0, key="t/d") == []
+    assert derive_rooms(np.zeros((2, 3)), seed=0) == []
     assert alpha_shape(np.array([[0.0, 0], [1, 1], [2, 2]]), 1.0).is_empty
     assert main_part(Polygon()).is_empty
 

@@ -103,8 +103,9 @@ def test_frames_table_from_stream(tmp_path):
     frames = tables["frames"]
     assert frames["frame_index"].to_list() == list(range(10))
     assert frames["valid"].to_list() == [i != 3 for i in range(10)]
-    # 30 fps -> 10 fps: slots [0,1,2] [3,4,5] [6,7,8] [9]; frame 3 is invalid so slot 2 keeps frame 4.
-    assert frames.filter(pl.col("in_all_frame"))["frame_index"].to_list() == [0, 4, 6, 9]
+    # 30 fps -> 10 fps: ticks at frames 0, 3, 6, 9; frame 3 is invalid, so its tick keeps the nearest
+    # valid frame within half a period (frames 2 and 4 tie; the earlier wins).
+    assert frames.filter(pl.col("in_all_frame"))["frame_index"].to_list() == [0, 2, 6, 9]
     scan = tables["scans"].row(0, named=True)
     assert (scan["source_frame_count"], scan["frame_count"], scan["dropped_frames"]) == (10, 4, 1)
     assert (scan["fps"], scan["source_fps"], scan["image_width"], scan["image_height"]) == (10.0, 30.0, 640, 480)

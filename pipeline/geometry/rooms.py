@@ -70,14 +70,18 @@ def derive_scene_polygon(
     vertices: np.ndarray,
     *,
     seed: int,
-    key: str,
     floor_percentile: float = FLOOR_PERCENTILE,
     band: float = FLOOR_BAND_M,
     max_points: int = MAX_POINTS,
     radius: float = ALPHA_RADIUS_M,
     min_part_area: float = MIN_PART_AREA_M2,
 ) -> Polygon | MultiPolygon:
-    """The captured floor footprint of a mesh, seeded by (seed, key) so it is reproducible."""
+    """The captured floor footprint of a mesh.
+
+    The subsample depends on the geometry and the seed only (points are put in
+    a canonical order first), so the same mesh read from two dataset layouts,
+    under two scan keys, gets the same polygon.
+    """
     v = np.asarray(vertices, dtype=float)
     v = v[np.all(np.isfinite(v), axis=1)]
     if len(v) < 3:
@@ -85,7 +89,8 @@ def derive_scene_polygon(
     floor_z = float(np.percentile(v[:, 2], floor_percentile))
     low = v[(v[:, 2] >= floor_z - band) & (v[:, 2] <= floor_z + band), :2]
     if len(low) > max_points:
-        pick = rng(seed, key, "room_polygon").choice(len(low), size=max_points, replace=False)
+        low = low[np.lexsort(np.round(low, 3).T[::-1])]
+        pick = rng(seed, "room_polygon").choice(len(low), size=max_points, replace=False)
         low = low[np.sort(pick)]
     shape = _fill_holes(alpha_shape(low, radius))
     parts = [p for p in _parts(shape) if p.area >= min_part_area]
@@ -113,5 +118,5 @@ def rooms_from_polygon(polygon, source: str) -> list[Room]:
     ]
 
 
-def derive_rooms(vertices: np.ndarray, *, seed: int, key: str, **options) -> list[Room]:
-    return rooms_from_polygon(derive_scene_polygon(vertices, seed=seed, key=key, **options), source="derived")
+def derive_rooms(vertices: np.ndarray, *, seed: int, **options) -> list[Room]:
+    return rooms_from_polygon(derive_scene_polygon(vertices, seed=seed, **options), source="derived")

@@ -376,7 +376,7 @@ def read_arkitscenes(folder: Path, config: Config, *, source_uri: str | None = N
         source_uri=source_uri or str(folder),
         mesh=mesh,
         objects=objects,
-        rooms=derive_rooms(mesh.vertices, seed=config.seed, key=key),
+        rooms=derive_rooms(mesh.vertices, seed=config.seed),
         frames=frames,
         source_fps=float(1.0 / np.median(steps)) if len(steps) else 0.0,
         warnings=warnings,

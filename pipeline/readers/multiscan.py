@@ -335,7 +335,7 @@ def read_multiscan(folder: Path, config: Config, *, source_uri: str | None = Non
         source_uri=source_uri or str(folder),
         mesh=mesh,
         objects=objects,
-        rooms=derive_rooms(mesh.vertices, seed=config.seed, key=key) if mesh is not None else [],
+        rooms=derive_rooms(mesh.vertices, seed=config.seed) if mesh is not None else [],
         frames=frames,
         source_fps=fps,
         warnings=warnings,

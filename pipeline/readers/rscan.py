@@ -310,7 +310,7 @@ def read_rscan(folder: Path, config: Config, *, source_uri: str | None = None) -
         source_uri=source_uri or str(folder),
         mesh=mesh,
         objects=objects,
-        rooms=derive_rooms(mesh.vertices, seed=config.seed, key=key),
+        rooms=derive_rooms(mesh.vertices, seed=config.seed),
         frames=frames,
         source_fps=fps,
         warnings=warnings,

@@ -324,7 +324,7 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
         source_uri=source_uri or str(folder),
         mesh=mesh,
         objects=objects,
-        rooms=derive_rooms(vertices, seed=config.seed, key=key),
+        rooms=derive_rooms(vertices, seed=config.seed),
         frames=frame_source.frames if frame_source else [],
         source_fps=frame_source.source_fps if frame_source else 0.0,
         scene_type=meta.get("sceneType", ""),

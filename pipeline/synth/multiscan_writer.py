@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.formats.ply import write_ply
 from pipeline.geometry.obb import normalized_axes_of
 from pipeline.seeding import rng as seeded_rng
 from pipeline.synth.label_map import write_label_map
@@ -68,50 +69,6 @@ def mesh_to_arkit(scene: SynthScene) -> np.ndarray:
     move[:3, :3] = [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
     move[:3, 3] = [gen.uniform(-3.0, 3.0), gen.uniform(-3.0, 3.0), gen.uniform(-1.5, -1.0)]
     return Z_UP_TO_ARKIT_Y_UP @ move
-
-
-def write_binary_ply(
-    path: Path,
-    vertices: np.ndarray,
-    triangles: np.ndarray,
-    colors: np.ndarray | None,
-    vertex_properties: dict[str, np.ndarray] | None = None,
-    face_properties: dict[str, np.ndarray] | None = None,
-) -> None:
-    """Binary little-endian PLY with triangle faces, written as two packed arrays.
-
-    Every face is ``uchar 3, int a, int b, int c`` plus its properties, so the
-    face element is one structured array instead of a Python object per face.
-    """
-    vdtype = [("x", "<f4"), ("y", "<f4"), ("z", "<f4")]
-    if colors is not None:
-        vdtype += [("red", "u1"), ("green", "u1"), ("blue", "u1"), ("alpha", "u1")]
-    vprops, fprops = vertex_properties or {}, face_properties or {}
-    vdtype += [(name, np.asarray(a).dtype.newbyteorder("<").str) for name, a in vprops.items()]
-    fdtype = [("n", "u1"), ("a", "<i4"), ("b", "<i4"), ("c", "<i4")]
-    fdtype += [(name, np.asarray(a).dtype.newbyteorder("<").str) for name, a in fprops.items()]
-    vdata = np.zeros(len(vertices), dtype=vdtype)
-    for i, axis in enumerate("xyz"):
-        vdata[axis] = vertices[:, i]
-    if colors is not None:
-        vdata["red"], vdata["green"], vdata["blue"], vdata["alpha"] = colors[:, 0], colors[:, 1], colors[:, 2], 255
-    for name, arr in vprops.items():
-        vdata[name] = arr
-    fdata = np.zeros(len(triangles), dtype=fdtype)
-    fdata["n"] = 3
-    fdata["a"], fdata["b"], fdata["c"] = triangles[:, 0], triangles[:, 1], triangles[:, 2]
-    for name, arr in fprops.items():
-        fdata[name] = arr
-    ply_types = {"f4": "float", "u1": "uchar", "i1": "char", "u2": "ushort", "i2": "short", "u4": "uint", "i4": "int"}
-    header = ["ply", "format binary_little_endian 1.0", f"element vertex {len(vertices)}"]
-    header += [f"property {ply_types[vdata.dtype[name].str[1:]]} {name}" for name in vdata.dtype.names]
-    header += [f"element face {len(triangles)}", "property list uchar int vertex_indices"]
-    header += [f"property {ply_types[fdata.dtype[name].str[1:]]} {name}" for name in fdata.dtype.names[4:]]
-    header.append("end_header")
-    with open(path, "wb") as fh:
-        fh.write(("\n".join(header) + "\n").encode("ascii"))
-        fh.write(vdata.tobytes())
-        fh.write(fdata.tobytes())
 
 
 def _column_major(m: np.ndarray) -> list[float]:
@@ -211,12 +168,13 @@ def write_multiscan(scene: SynthScene, out_dir, scan_id: str | None = None, prog
     tri_ids = np.asarray(mesh.triangle_object_ids, dtype=np.int64)
     face_object = np.where(tri_ids >= 0, tri_ids + 1, 0).astype(np.int32)
     part_ids = _part_ids(scene, face_object)
-    write_binary_ply(
+    write_ply(
         folder / f"{scan_id}.ply",
         mesh.vertices,
         mesh.triangles,
         mesh.colors,
         face_properties={"objectId": face_object, "partId": part_ids},
+        comment=None,
     )
     annotations = _annotations(scene, scan_id, part_ids, face_object)
     (folder / f"{scan_id}.annotations.json").write_text(json.dumps(annotations, indent=1) + "\n")

@@ -29,7 +29,7 @@ import polars as pl
 
 from pipeline.geometry.obb import normalized_axes_of
 from pipeline.synth.label_map import nyu40_ids, write_label_map
-from pipeline.synth.multiscan_writer import write_binary_ply
+from pipeline.formats.ply import write_ply
 from pipeline.synth.render import JPEG_QUALITY, FrameRenderer
 from pipeline.synth.scannet_writer import LABEL_MAP_NAME, truth_dict
 from pipeline.synth.scene import SynthScene
@@ -123,12 +123,13 @@ def write_3rscan(scene: SynthScene, out_dir, scan_id: str | None = None, progres
         start, stop = scene.object_vertex_ranges[obj.object_id]
         owner[start:stop] = obj.object_id + 1
         nyu[start:stop] = nyu_of[obj.label]
-    write_binary_ply(
+    write_ply(
         folder / "labels.instances.annotated.v2.ply",
         mesh.vertices,
         mesh.triangles,
         mesh.colors,
         vertex_properties={"objectId": owner, "globalId": owner, "NYU40": nyu},
+        comment=None,
     )
     _write_obj(folder / "mesh.refined.v2.obj", mesh.vertices, mesh.triangles)
     (folder / "semseg.v2.json").write_text(json.dumps(_semseg(scene, scan_id), indent=1) + "\n")

@@ -298,6 +298,13 @@ def test_missing_colour_image_in_stream(tmp_path):
     assert "color/1.jpg" in _scan_error(folder)
 
 
+def test_missing_pose_file_in_stream(tmp_path):
+    folder = make_box_room(tmp_path, frames="stream", n_frames=3)
+    (folder / "pose" / "1.txt").unlink()
+    message = _scan_error(folder)
+    assert "pose/1.txt" in message and "pose file missing" in message and "\n" not in message
+
+
 def test_unreadable_pose_file(tmp_path):
     folder = make_box_room(tmp_path, frames="stream", n_frames=3)
     (folder / "pose" / "2.txt").write_text("1 2 3\n")

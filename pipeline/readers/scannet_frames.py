@@ -100,6 +100,9 @@ def read_stream_frames(
             pose_files[int(p.stem)] = p
     indices = sorted(pose_files)
     color_files = {int(p.stem): p for p in color_dir.glob("*.jpg") if p.stem.isdigit()}
+    unposed = sorted(set(color_files) - set(pose_files))
+    if unposed:
+        raise ScanError(key, f"pose/{unposed[0]}.txt", f"pose file missing for {len(unposed)} colour frames")
     missing = [i for i in indices if i not in color_files]
     if missing:
         raise ScanError(key, f"color/{missing[0]}.jpg", f"colour image missing for {len(missing)} posed frames")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import dagster as dg
@@ -113,6 +114,13 @@ def output_summary(config: Config) -> list[str]:
     if videos.exists():
         count = sum(1 for _ in videos.rglob("*.mp4"))
         lines.append(f"videos: {videos} ({count} mp4 files)")
+    # Anything else an asset writes under the output root (a release, reports) is listed too.
+    root = upath(config.output_root, config.storage_options)
+    if root.exists():
+        for entry in sorted(root.iterdir(), key=lambda p: p.name):
+            if entry.name not in ("tables", "videos") and not entry.name.startswith("."):
+                count = sum(1 for p in entry.rglob("*") if p.is_file()) if entry.is_dir() else 1
+                lines.append(f"{entry.name}: {entry} ({count} file{'s' if count != 1 else ''})")
     return lines
 
 
@@ -156,6 +164,9 @@ def build(config: Config, config_file: str = "") -> BuildReport:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Progress lines are the interface here; Dagster's notes about beta APIs are for developers, not for builds.
+    for category in (dg.BetaWarning, dg.PreviewWarning):
+        warnings.filterwarnings("ignore", category=category)
     config = load_config(args.config, scans_root=args.scans, output_root=args.out)
     demo = not (args.scans or args.config)
     if demo and not discover_scans(config.scans_root, config.storage_options):

@@ -106,8 +106,8 @@ def test_failed_rebuild_keeps_previous_tables(built, tmp_path):
     shutil.copyfile(tmp / "scans" / LABEL_MAP, root / LABEL_MAP)
     shutil.copytree(tmp / "out", tmp_path / "out")
     before = {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
-    written = {p.relative_to(tmp_path / "out" / "tables").as_posix() for p in before}
-    assert {f"{table}/scannet/{SCENE}.parquet" for table in ("scans", "objects", "rooms", "frames")} <= written
+    written = {p.relative_to(tmp_path / "out").as_posix() for p in before}
+    assert {f"tables/{table}/scannet/{SCENE}.parquet" for table in ("scans", "objects", "rooms", "frames")} <= written
     break_truncated_ply(root / SCENE)
     config = load_config(None, scans_root=str(root), output_root=str(tmp_path / "out"))
     assert list(build(config).failed) == [f"scannet/{SCENE}"]

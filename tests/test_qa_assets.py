@@ -7,6 +7,7 @@ import polars as pl
 
 from assets.partitions import scan_partitions
 from assets.qa import qa, qa_candidates
+from pipeline import schemas
 from pipeline.storage import read_table, upath, write_table
 from resources.defaults import default_resources
 from resources.storage import StorageResource
@@ -32,7 +33,10 @@ def test_qa_assets_materialize_per_scan_then_dataset_wide(tmp_path):
         result = dg.materialize([*sources, qa_candidates], resources=resources, instance=instance, partition_key=key,
                                 selection=[qa_candidates])
         assert result.success
-    result = dg.materialize([*sources, qa_candidates, qa], resources=resources, instance=instance, selection=[qa])
+    # The PinpointQA step is upstream of qa too; an empty table stands for a run that produced none.
+    write_table(upath(tables_root / "pinpoint_qa.parquet"), "pinpoint_qa", schemas.empty("qa"))
+    pinpoint = dg.SourceAsset(key="pinpoint_qa")
+    result = dg.materialize([*sources, pinpoint, qa_candidates, qa], resources=resources, instance=instance, selection=[qa])
     assert result.success
     final = read_table(upath(tables_root / "qa.parquet"), "qa")
     assert set(final["key"]) == set(keys)

@@ -9,7 +9,7 @@ from pipeline.exports.pinpointqa import export_pinpointqa
 from pipeline.exports.revsi import export_revsi
 from pipeline.exports.vlmevalkit import export_vlmevalkit
 from pipeline.exports.vsibench import export_vsibench
-from pipeline.scoring.release import load_release
+from pipeline.scoring.release import add_release_argument, load_release
 
 FORMATS: dict[str, str] = {
     "revsi": "revsi",
@@ -21,7 +21,7 @@ FORMATS: dict[str, str] = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=sorted(FORMATS), required=True)
-    parser.add_argument("--release", required=True, help="release folder holding tables/qa.parquet and videos/")
+    add_release_argument(parser, "release folder holding tables/qa.parquet and videos/")
     parser.add_argument("--out", required=True, help="folder to write the export into")
     parser.add_argument("--profile", help="question profile to export (default: the format's own)")
     parser.add_argument("--budget", default="all", help="frame budget for the vsibench format (default: all)")

@@ -26,7 +26,7 @@ import polars as pl
 from pipeline.scoring import metrics
 from pipeline.scoring.evaluate import write_predictions
 from pipeline.scoring.parsing import option_letters
-from pipeline.scoring.release import load_release
+from pipeline.scoring.release import add_release_argument, load_release
 from pipeline.seeding import rng
 
 KINDS: tuple[str, ...] = ("random", "frequency", "black")
@@ -91,7 +91,7 @@ def baseline_predictions(qa: pl.DataFrame, kind: str, seed: int = 0) -> dict[str
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", choices=KINDS, required=True)
-    parser.add_argument("--release", required=True, help="release folder holding tables/qa.parquet")
+    add_release_argument(parser, "release folder holding tables/qa.parquet")
     parser.add_argument("--out", required=True, help="predictions file to write (JSONL)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
 

@@ -12,13 +12,14 @@ import json
 import sys
 from pathlib import Path
 
+from pipeline.scoring.release import add_release_argument
 from pipeline.scoring.evaluate import evaluate_release
 from pipeline.scoring.judge import FsdJudge, JudgeSettings
 from pipeline.scoring.report import to_json, to_markdown, write_reports
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--release", required=True, help="release folder holding tables/qa.parquet and videos/")
+    add_release_argument(parser, "release folder holding tables/qa.parquet and videos/")
     parser.add_argument("--predictions", required=True, help='JSONL file of {"id": ..., "prediction": ...}')
     parser.add_argument(
         "--mode",

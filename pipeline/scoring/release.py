@@ -32,6 +32,13 @@ class Release:
         return self.root / "videos" / f"{row['budget']}_frame" / f"{row['scene_id']}.mp4"
 
 
+DEFAULT_RELEASE = "data/out/releases/latest"
+
+
+def add_release_argument(parser, help_text: str = "release folder holding tables/qa.parquet and videos/") -> None:
+    parser.add_argument("--release", default=DEFAULT_RELEASE, help=f"{help_text} (default: {DEFAULT_RELEASE})")
+
+
 def load_release(root: str | Path) -> Release:
     root = Path(root)
     table = root / "tables" / "qa.parquet"

@@ -114,14 +114,37 @@ def output_summary(config: Config) -> list[str]:
     if videos.exists():
         count = sum(1 for _ in videos.rglob("*.mp4"))
         lines.append(f"videos: {videos} ({count} mp4 files)")
-    # Anything else an asset writes under the output root (a release, reports) is listed too.
+    lines += release_summary(config)
+    # Anything else an asset writes under the output root is listed too.
     root = upath(config.output_root, config.storage_options)
     if root.exists():
         for entry in sorted(root.iterdir(), key=lambda p: p.name):
-            if entry.name not in ("tables", "videos") and not entry.name.startswith("."):
+            if entry.name not in ("tables", "videos", "releases") and not entry.name.startswith("."):
                 count = sum(1 for p in entry.rglob("*") if p.is_file()) if entry.is_dir() else 1
                 lines.append(f"{entry.name}: {entry} ({count} file{'s' if count != 1 else ''})")
     return lines
+
+
+def release_summary(config: Config) -> list[str]:
+    """The latest release and the files a reviewer opens: manifest, report, Data Docs."""
+    releases = upath(config.releases_root, config.storage_options)
+    pointer = releases / "LATEST"
+    if not pointer.exists():
+        return []
+    release = releases / pointer.read_text().strip()
+    return [
+        f"release: {release} (latest)",
+        f"  manifest:  {release / 'manifest.json'}",
+        f"  report:    {release / 'report' / 'index.html'}",
+        f"  data docs: {release / 'data_docs' / 'index.html'}",
+    ]
+
+
+def gate_failures(config: Config) -> str:
+    """Which expectations blocked the release, on which rows (the check's own message names only counts)."""
+    from pipeline.release_build import collect_tables, run_release_gate
+
+    return run_release_gate(collect_tables(config), config).summary()
 
 
 def build(config: Config, config_file: str = "") -> BuildReport:
@@ -160,6 +183,8 @@ def build(config: Config, config_file: str = "") -> BuildReport:
         else:
             report.dataset_wide_error = error
             print(f"FAILED: {error}", flush=True)
+            if "asset check" in error:
+                print(gate_failures(config), flush=True)
     return report
 
 

@@ -5,6 +5,11 @@ A release is written into a hidden staging directory, renamed to
 replaced (a symlink swapped with ``os.replace`` plus a ``LATEST`` text file
 for readers that cannot follow links). A failure anywhere before the rename
 leaves no directory under the version's name and ``latest`` where it was.
+
+Object stores have no rename: there the release is staged on local disk,
+uploaded with ``manifest.json`` as its last object, and only then is the
+``LATEST`` object rewritten, so a reader that follows ``LATEST`` (or checks
+for the manifest) never sees a partial release.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ RELEASED_TABLES = (
 @dataclass
 class Release:
     version: str
-    path: Path
+    path: Path | str  # a local directory, or the URI of a published remote release
     manifest: dict
 
 
@@ -84,14 +89,15 @@ def write_release(
     *,
     config: dict,
     checks: dict,
-    videos: dict[str, Path] | None = None,
+    videos: dict[str, object] | None = None,
     version: str | None = None,
     extra_files: Callable[[Path], None] | None = None,
 ) -> Release:
     """Write ``releases_dir/<version>`` atomically and then point ``latest`` at it.
 
     ``videos`` maps release-relative paths to source files (hard-linked when
-    possible); ``extra_files(staging_dir)`` may add reports before the rename.
+    possible; remote ones are only listed, ``publish`` copies them);
+    ``extra_files(staging_dir)`` may add reports before the rename.
     """
     releases_dir = Path(releases_dir)
     releases_dir.mkdir(parents=True, exist_ok=True)
@@ -104,6 +110,9 @@ def write_release(
             storage.write_table(storage.upath(staging / "tables" / f"{name}.parquet"), name, tables[name])
         video_entries = []
         for rel, src in sorted((videos or {}).items()):
+            if not isinstance(src, Path):  # on an object store: copied store-side by ``publish``
+                video_entries.append({"path": rel, "bytes": src.stat().st_size})
+                continue
             dst = staging / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -140,6 +149,23 @@ def write_release(
     _point_latest(releases_dir, version)
     manifest = json.loads((final / "manifest.json").read_text())
     return Release(version=version, path=final, manifest=manifest)
+
+
+def publish(local_release: Release, releases_uri, videos: dict[str, object] | None = None) -> str:
+    """Upload a locally staged release to an object store; ``LATEST`` is written last.
+
+    ``videos`` maps release-relative paths to remote source paths, copied
+    store-side. Returns the remote release's URI.
+    """
+    target = releases_uri / local_release.version
+    files = sorted(p for p in local_release.path.rglob("*") if p.is_file() and p.name != "manifest.json")
+    for path in files:
+        (target / str(path.relative_to(local_release.path))).write_bytes(path.read_bytes())
+    for rel, src in sorted((videos or {}).items()):
+        src.fs.copy(src.path, (target / rel).path)
+    (target / "manifest.json").write_bytes((local_release.path / "manifest.json").read_bytes())
+    (releases_uri / "LATEST").write_text(local_release.version + "\n")
+    return str(target)
 
 
 def _point_latest(releases_dir: Path, version: str) -> None:

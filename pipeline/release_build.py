@@ -16,7 +16,7 @@ import polars as pl
 
 from pipeline import schemas, storage
 from pipeline.config import Config
-from pipeline.release import RELEASED_TABLES, Release, write_release
+from pipeline.release import RELEASED_TABLES, Release, publish, write_release
 from pipeline.reviews import apply_verdicts, read_verdicts
 
 REPORT_TABLES = ("visibility",)  # read for the report's gallery, not released
@@ -31,8 +31,8 @@ class ReleaseBlocked(Exception):
 @dataclass
 class ReleaseOutcome:
     release: Release
-    report: Path
-    data_docs: Path
+    report: Path | str
+    data_docs: Path | str
     rejected: list[str]
     orphan_verdicts: list[str]
 
@@ -87,15 +87,18 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
         if not gate.success:
             raise ReleaseBlocked(gate.summary(), gate_dict)
         released = {k: v for k, v in tables.items() if k in RELEASED_TABLES}
-        out_root = Path(config.output_root)
+        out_root = storage.upath(config.output_root, config.storage_options)
         videos = _release_videos(released, out_root)
+        local = storage.is_local(out_root)
+        # Reports read frames from local videos; on an object store the gallery lists questions without frames.
+        report_root = Path(out_root.path) if local else Path(docs_tmp) / "no-videos"
 
         def add_reports(staging: Path) -> None:
             shutil.copytree(docs_tmp, staging / "data_docs")
             write_report(
                 staging / "report" / "index.html",
                 tables=tables,
-                output_root=out_root,
+                output_root=report_root,
                 title=f"scan2qa release review ({len(released['qa'])} questions)",
                 gate=gate_dict,
                 orphan_verdicts=orphans,
@@ -103,25 +106,35 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
                 seed=config.seed,
             )
 
-        release = write_release(
-            Path(config.releases_root),
-            released,
-            config=config.to_dict(),
-            checks=gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans},
-            videos=videos,
-            version=version,
-            extra_files=add_reports,
-        )
+        checks = gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans}
+        if local:
+            release = write_release(
+                Path(out_root.path) / "releases", released, config=config.to_dict(), checks=checks,
+                videos={rel: Path(src.path) for rel, src in videos.items()}, version=version, extra_files=add_reports,
+            )
+            return ReleaseOutcome(
+                release=release,
+                report=release.path / "report" / "index.html",
+                data_docs=release.path / "data_docs" / "index.html",
+                rejected=rejected,
+                orphan_verdicts=orphans,
+            )
+        with tempfile.TemporaryDirectory(prefix="scan2qa-release-") as staging_root:
+            staged = write_release(
+                Path(staging_root), released, config=config.to_dict(), checks=checks, videos=videos,
+                version=version, extra_files=add_reports,
+            )
+            remote = publish(staged, storage.upath(config.releases_root, config.storage_options), videos)
     return ReleaseOutcome(
-        release=release,
-        report=release.path / "report" / "index.html",
-        data_docs=release.path / "data_docs" / "index.html",
+        release=Release(version=staged.version, path=remote, manifest=staged.manifest),
+        report=f"{remote}/report/index.html",
+        data_docs=f"{remote}/data_docs/index.html",
         rejected=rejected,
         orphan_verdicts=orphans,
     )
 
 
-def _release_videos(tables: dict[str, pl.DataFrame], out_root: Path) -> dict[str, Path]:
+def _release_videos(tables: dict[str, pl.DataFrame], out_root) -> dict[str, object]:
     """Every video a released question points at, by its path relative to the output root."""
     videos = {}
     for rel in sorted(set(tables["qa"]["video"].drop_nulls().to_list())):

@@ -101,7 +101,15 @@ def test_real_scannet_scene_from_s3(tmp_path, s3, fixtures_dir, capsys):
 
     assert discover_scans(f"s3://{s3.name}/scans", s3.options) == [("scannet/scene0000_00", f"s3://{s3.name}/scans/scene0000_00")]
     assert main(["build", "--config", write_config(tmp_path, s3)]) == 0
-    assert "[1/1] scannet/scene0000_00 ... ok" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "[1/1] scannet/scene0000_00 ... ok" in printed
+    # The gated release is published to the bucket too, LATEST written after its manifest.
+    releases = upath(f"s3://{s3.name}/out/releases", s3.options)
+    version = (releases / "LATEST").read_text().strip()
+    manifest = json.loads((releases / version / "manifest.json").read_text())
+    assert manifest["version"] == version and "tables/qa.parquet" in manifest["files"]
+    assert f"release: s3://{s3.name}/out/releases/{version} (latest)" in printed
+    assert not (Path.cwd() / "s3:").exists(), "an s3:// URI was written as a local path"
     scans = read_table(upath(f"s3://{s3.name}/out/tables/scans/scannet/scene0000_00.parquet", s3.options), "scans")
     assert scans["source_uri"].to_list() == [f"s3://{s3.name}/scans/scene0000_00"]
     objects = read_table(upath(f"s3://{s3.name}/out/tables/objects/scannet/scene0000_00.parquet", s3.options), "objects")

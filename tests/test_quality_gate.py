@@ -113,3 +113,93 @@ def test_data_docs_written(tmp_path):
     report = run_gate(_tables(), docs_dir=str(tmp_path / "docs"))
     assert (tmp_path / "docs" / "index.html").exists()
     assert report.data_docs.endswith("index.html")
+
+
+def _set(table: str, column: str, value, where_id: str | None = None):
+    def mutate(t):
+        df = t[table]
+        if where_id is None:
+            t[table] = df.with_columns(pl.lit(value).alias(column))
+        else:
+            t[table] = df.with_columns(
+                pl.when(pl.col("id") == where_id).then(pl.lit(value)).otherwise(pl.col(column)).alias(column)
+            )
+    return mutate
+
+
+def _drop_scan(t):
+    t["scans"] = t["scans"].clear()
+
+
+def _extra_column(t):
+    t["qa"] = t["qa"].with_columns(pl.lit(1).alias("unexpected"))
+
+
+def _duplicate_option(t):
+    t["qa"] = t["qa"].with_columns(
+        pl.when(pl.col("id") == "q0").then(pl.lit(["A. chair", "B. chair", "C. sofa", "D. tv"])).otherwise(pl.col("options")).alias("options")
+    )
+
+
+def _counting_zero(t):
+    t["qa"] = t["qa"].with_columns(
+        pl.when(pl.col("id") == "q0").then(pl.lit("object_counting_single")).otherwise(pl.col("question_type")).alias("question_type"),
+        pl.when(pl.col("id") == "q0").then(pl.lit([])).otherwise(pl.col("options")).alias("options"),
+        pl.when(pl.col("id") == "q0").then(pl.lit("0")).otherwise(pl.col("ground_truth")).alias("ground_truth"),
+        pl.when(pl.col("id") == "q0").then(pl.lit(0.0)).otherwise(pl.col("answer_value")).alias("answer_value"),
+    )
+
+
+def _negative_distance(t):
+    t["qa"] = t["qa"].with_columns(
+        pl.when(pl.col("id") == "q1").then(pl.lit("object_abs_distance")).otherwise(pl.col("question_type")).alias("question_type"),
+        pl.when(pl.col("id") == "q1").then(pl.lit([])).otherwise(pl.col("options")).alias("options"),
+        pl.when(pl.col("id") == "q1").then(pl.lit("-1.0")).otherwise(pl.col("ground_truth")).alias("ground_truth"),
+        pl.when(pl.col("id") == "q1").then(pl.lit(-1.0)).otherwise(pl.col("answer_value")).alias("answer_value"),
+    )
+
+
+def _zero_extent(t):
+    t["objects"] = t["objects"].with_columns(pl.lit([0.5, 0.0, 1.0]).alias("extent"))
+
+
+def _unknown_budget(t):
+    t["frame_samples"] = schemas.from_rows(
+        "frame_samples", [{"key": "synthetic/synth0000_00", "budget": "8", "rank": 0, "frame_index": 0, "timestamp": 0.0}]
+    )
+
+
+def _bad_relation(t):
+    t["pinpoint_neighbors"] = schemas.from_rows(
+        "pinpoint_neighbors",
+        [{"key": "synthetic/synth0000_00", "target_id": 0, "neighbor_id": 1, "neighbor_label": "table",
+          "centroid_distance": 0.5, "shortest_distance": 0.1, "relation": "inside", "contact": False}],
+    )
+
+
+BREAKAGES = {
+    "qa.scan_exists": _drop_scan,
+    "qa.schema": _extra_column,
+    "qa.options_distinct": _duplicate_option,
+    "qa.count_in_range": _counting_zero,
+    "qa.numeric_positive": _negative_distance,
+    "qa.geometry_is_json": _set("qa", "geometry", "{not json", "q2"),
+    "qa.video_kind_in_set": _set("qa", "video_kind", "webcam", "q3"),
+    "qa.budget_in_set": _set("qa", "budget", "128", "q3"),
+    "objects.extent_positive": _zero_extent,
+    "frame_samples.budget_in_set": _unknown_budget,
+    "pinpoint_neighbors.relation_in_set": _bad_relation,
+}
+
+
+@pytest.mark.parametrize("rule", sorted(BREAKAGES))
+def test_each_breakage_blocks_the_release_naming_its_expectation(rule, tmp_path):
+    from pipeline.config import Config
+    from pipeline.release_build import ReleaseBlocked, build_release
+
+    tables = _tables()
+    BREAKAGES[rule](tables)
+    with pytest.raises(ReleaseBlocked) as blocked:
+        build_release(Config(output_root=str(tmp_path)), tables=tables)
+    assert rule in str(blocked.value)
+    assert not (tmp_path / "releases" / "LATEST").exists()

@@ -211,4 +211,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"  FAILED {key}: {error}")
     if report.dataset_wide_error is not None:
         print(f"  FAILED dataset-wide: {report.dataset_wide_error}")
-    return 0 if report.ok else 1
+    # Failed partitions are reported but do not fail the build; no release (a blocked gate) does.
+    return 0 if report.ok and report.dataset_wide_error is None else 1

@@ -78,10 +78,15 @@ def pinpoint_qa_candidates(
     },
     description="all PinpointQA questions with scene-level train/val/test splits (≈ 6:2:2, stratified by dataset)",
 )
-def pinpoint_qa(context: dg.AssetExecutionContext, pinpoint_qa_candidates: pl.DataFrame) -> pl.DataFrame:
+def pinpoint_qa(
+    context: dg.AssetExecutionContext, storage: StorageResource, pinpoint_qa_candidates: pl.DataFrame
+) -> pl.DataFrame:
     from pipeline.pinpoint.splits import with_splits
+    from pipeline.qa.balance import balance_letters
 
-    table = with_splits(pinpoint_qa_candidates).sort(["key", "budget", "question_type", "id"])
+    # Per-scan option orders are fixed per target; the correct letter is balanced over the whole benchmark.
+    balanced = balance_letters(pinpoint_qa_candidates, seed=storage.config().seed, letters="ABCD")
+    table = with_splits(balanced).sort(["key", "budget", "question_type", "id"])
     counts = table.group_by("split", "question_type").len().sort("split", "question_type")
     per_split = {f"{r['split']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
     context.add_output_metadata({"rows": table.height, "per_split": dg.MetadataValue.json(per_split)})

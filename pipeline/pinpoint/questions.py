@@ -200,6 +200,7 @@ class ScanQuestions:
         used = [target["object_id"], answer.object_id, *[pool[d] for d in distractors]]
         geometry = {
             "target_id": target["object_id"],
+            "correct": answer.label,  # the option text; letters are balanced benchmark-wide later
             "answer": {"object_id": answer.object_id, "label": answer.label, "distance": answer.distance},
             "second_distance": refs[1].distance if len(refs) > 1 else None,
             "support_object_id": target["support_object_id"],

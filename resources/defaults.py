@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from resources.judge import JudgeResource
 from resources.parquet_io import ParquetIOManager
 from resources.storage import StorageResource
 
 
 def default_resources(storage: StorageResource | None = None) -> dict[str, object]:
-    """``storage`` plus the Parquet IO manager rooted at its tables root (env-configured when not given)."""
+    """``storage``, the Parquet IO manager rooted at its tables root, and the FSD judge (env-configured)."""
     storage = storage or StorageResource.from_env()
     config = storage.config()
     return {
         "storage": storage,
         "io_manager": ParquetIOManager(root=config.tables_root, storage_options=dict(config.storage_options)),
+        "judge": JudgeResource(),
     }

@@ -63,6 +63,12 @@ class SceneObject:
     raw_label: str
     vertex_indices: np.ndarray | None = None  # indices into Mesh.vertices; None for box-only annotations
     box: OrientedBox | None = None  # annotated box; None means "compute from vertices"
+    # Label-map entry where the dataset has one (ScanNet-style maps); open-vocabulary datasets leave these empty
+    # and the category is the raw label.
+    category: str = ""
+    nyu40_id: int | None = None
+    scannet200_id: int | None = None
+    label_mapped: bool = False
 
 
 @dataclass

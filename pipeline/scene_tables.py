@@ -55,16 +55,16 @@ def object_rows(parsed: ParsedScan) -> tuple[list[dict], list[str]]:
         if box is None:
             skipped.append(obj)
             continue
-        category = getattr(obj, "category", "") or obj.raw_label
+        category = obj.category or obj.raw_label
         rows.append(
             {
                 "key": parsed.key,
                 "object_id": int(obj.object_id),
                 "raw_label": obj.raw_label,
                 "category": category,
-                "nyu40_id": getattr(obj, "nyu40_id", None),
-                "scannet200_id": getattr(obj, "scannet200_id", None),
-                "label_mapped": bool(getattr(obj, "label_mapped", False)),
+                "nyu40_id": obj.nyu40_id,
+                "scannet200_id": obj.scannet200_id,
+                "label_mapped": obj.label_mapped,
                 "center": [float(v) for v in box.center],
                 "extent": [float(v) for v in box.extent],
                 "rotation": [float(v) for v in np.asarray(box.rotation).reshape(9)],

@@ -60,7 +60,6 @@ POSE_MATCH_SECONDS = 0.005  # the toolkit's tolerance between a frame's and a po
 
 @dataclass
 class ARKitObject(SceneObject):
-    category: str = ""
     uid: str = ""
 
 

@@ -40,8 +40,8 @@ from pipeline.frames import output_size
 from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
 from pipeline.readers.labels import LABEL_MAP_FILENAMES, LabelMap
-from pipeline.readers.scannet import ScanNetObject, load_label_map, triangle_owner
-from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan
+from pipeline.readers.scannet import load_label_map, triangle_owner
+from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
 
 DATASET = "3rscan"
 LABELS_PLY = "labels.instances.annotated.v2.ply"
@@ -77,9 +77,9 @@ def optional_label_map(folder: Path, config: Config, key: str) -> tuple[LabelMap
 
 def labelled_object(
     object_id: int, raw: str, vertex_indices: np.ndarray | None, box: OrientedBox | None, label_map: LabelMap | None
-) -> ScanNetObject:
+) -> SceneObject:
     info = label_map.lookup(raw) if label_map is not None else None
-    return ScanNetObject(
+    return SceneObject(
         object_id=int(object_id),
         raw_label=raw,
         vertex_indices=vertex_indices,

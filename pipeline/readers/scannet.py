@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,16 +30,6 @@ MESH_SUFFIX = "_vh_clean_2.ply"
 SEGS_SUFFIX = "_vh_clean_2.0.010000.segs.json"
 AGGREGATION_SUFFIXES = (".aggregation.json", "_vh_clean.aggregation.json")
 SYNTHETIC_SCENE = re.compile(r"^synth\d{4}_\d{2}$")
-
-
-@dataclass
-class ScanNetObject(SceneObject):
-    """A ScanNet object with its label-map entry (category, NYU40 id, ScanNet200 id)."""
-
-    category: str = ""
-    nyu40_id: int | None = None
-    scannet200_id: int | None = None
-    label_mapped: bool = False
 
 
 def is_scannet_scene(folder) -> bool:
@@ -281,7 +270,7 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
     id_of_position = np.asarray(object_ids + [-1], dtype=np.int64)  # index -1 maps "no group" to -1
     vertex_owner = id_of_position[vertex_group]
 
-    objects: list[ScanNetObject] = []
+    objects: list[SceneObject] = []
     unmapped: dict[str, int] = {}
     for object_id, group, idx in zip(object_ids, groups, members):
         raw = str(group["label"])
@@ -289,7 +278,7 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
         if info is None:
             unmapped[raw] = unmapped.get(raw, 0) + 1
         objects.append(
-            ScanNetObject(
+            SceneObject(
                 object_id=object_id,
                 raw_label=raw,
                 vertex_indices=idx.astype(np.int64),

@@ -56,7 +56,6 @@ FRAME_KEY = re.compile(r"^frame_(\d+)$")
 class ScanNetppObject(SceneObject):
     """A ScanNet++ object; ``annotated_box`` is the dataset's own ``obb`` (row axes converted to columns)."""
 
-    category: str = ""
     annotated_box: OrientedBox | None = None
 
 

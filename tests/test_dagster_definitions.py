@@ -6,7 +6,6 @@ import os
 
 import dagster as dg
 import pytest
-from tests.dagster_fakes import install_fake_reader, write_fake_scan
 
 from assets.definitions import all_assets, defs
 from assets.jobs import SCAN_JOB, per_scan_keys
@@ -14,6 +13,7 @@ from assets.partitions import scan_partitions
 from assets.schedules import weekly_full_rebuild
 from assets.sensors import dataset_refresh, scan_discovery
 from resources.storage import StorageResource
+from tests.real_scans import write_scan
 
 SUNDAY = datetime.datetime(2026, 11, 29, 3, 0, tzinfo=datetime.timezone.utc)
 SCENE_KEYS = {dg.AssetKey(name) for name in ("scans", "objects", "rooms", "frames")}
@@ -55,11 +55,10 @@ def evaluate(instance, storage, cursor):
     return result
 
 
-def test_sensor_adds_new_scans_and_rerequests_only_changes(tmp_path, monkeypatch):
-    install_fake_reader(monkeypatch)
+def test_sensor_adds_new_scans_and_rerequests_only_changes(tmp_path):
     root = tmp_path / "scans"
     for scene in ("synth0000_00", "synth0001_00"):
-        write_fake_scan(root, scene)
+        write_scan(root, scene)
     instance = dg.DagsterInstance.ephemeral()
     storage = StorageResource(scans_root=str(root), output_root=str(tmp_path / "out"))
 
@@ -73,9 +72,9 @@ def test_sensor_adds_new_scans_and_rerequests_only_changes(tmp_path, monkeypatch
     assert not unchanged.run_requests and not unchanged.dynamic_partitions_requests
     assert unchanged.skip_reason is not None
 
-    write_fake_scan(root, "synth0002_00")
-    changed_file = root / "synth0000_00" / "scan.json"
-    changed_file.write_text('{"objects": 5}')
+    write_scan(root, "synth0002_00")
+    changed_file = root / "synth0000_00" / "synth0000_00.txt"
+    changed_file.write_text(changed_file.read_text() + "numDepthFrames = 0\n")
     stat = changed_file.stat()
     os.utime(changed_file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
     later = evaluate(instance, storage, unchanged.cursor)
@@ -87,8 +86,7 @@ def test_sensor_adds_new_scans_and_rerequests_only_changes(tmp_path, monkeypatch
         "synthetic/synth0000_00", "synthetic/synth0001_00", "synthetic/synth0002_00"]
 
 
-def test_sensor_skips_empty_root(tmp_path, monkeypatch):
-    install_fake_reader(monkeypatch)
+def test_sensor_skips_empty_root(tmp_path):
     result = evaluate(dg.DagsterInstance.ephemeral(), StorageResource(scans_root=str(tmp_path / "none")), None)
     assert not result.run_requests and result.skip_reason is not None
 

@@ -12,7 +12,7 @@ import yaml
 from pipeline.cli import main
 from pipeline.discovery import discover_scans, scan_fingerprint
 from pipeline.storage import read_table, upath
-from tests.dagster_fakes import install_fake_reader, use_scene_assets_only, write_fake_scan
+from tests.real_scans import scene_graph_only, write_scan
 
 
 @dataclass
@@ -65,12 +65,11 @@ def write_config(tmp_path: Path, s3: Bucket) -> str:
     return str(path)
 
 
-def test_fake_scans_round_trip_through_s3(tmp_path, s3, monkeypatch, capsys):
-    install_fake_reader(monkeypatch)
-    use_scene_assets_only(monkeypatch)
+def test_small_scans_round_trip_through_s3(tmp_path, s3, monkeypatch, capsys):
+    scene_graph_only(monkeypatch)
     local = tmp_path / "local"
-    write_fake_scan(local, "synth0000_00", objects=2)
-    write_fake_scan(local / "group", "synth0001_00", objects=4)
+    write_scan(local, "synth0000_00", objects=3)
+    write_scan(local / "group", "synth0001_00", objects=4)
     upload(local, f"s3://{s3.name}/scans", s3.options)
 
     found = discover_scans(f"s3://{s3.name}/scans", s3.options)

@@ -156,3 +156,29 @@ def test_failed_dataset_wide_step_is_reported_but_partitions_count(tmp_path, sce
     assert "[1/1] synthetic/synth0000_00 ... ok (" in lines[0]
     assert "summary: 1 ok, 0 failed, dataset-wide assets FAILED" in lines
     assert lines[-1] == "  FAILED dataset-wide: qa: RuntimeError: no questions survive the filters"
+
+
+@pytest.mark.slow
+def test_synthetic_scans_build_to_a_gated_release(tmp_path, capsys):
+    """Full synthetic scans (furnished rooms, rendered frames) through every asset to a published release."""
+    import json
+
+    from pipeline.synth.scannet_writer import write_scannet
+    from pipeline.synth.scene import generate_scene
+    from tests.real_scans import break_truncated_ply
+
+    scans = tmp_path / "scans"
+    for index in range(3):
+        write_scannet(generate_scene(0, index, frames=3), scans)
+    break_truncated_ply(scans / "synth0001_00")
+    out = tmp_path / "out"
+    assert main(["build", "--scans", str(scans), "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "summary: 2 ok, 1 failed" in lines
+    [failure] = [line for line in lines if line.startswith("  FAILED synthetic/synth0001_00: ")]
+    assert "synth0001_00_vh_clean_2.ply" in failure
+    qa = pl.read_parquet(out / "tables" / "qa.parquet")
+    assert sorted(qa["key"].unique().to_list()) == ["synthetic/synth0000_00", "synthetic/synth0002_00"]
+    version = (out / "releases" / "LATEST").read_text().strip()
+    manifest = json.loads((out / "releases" / version / "manifest.json").read_text())
+    assert manifest["version"] == version and "tables/qa.parquet" in manifest["files"]

@@ -1,8 +1,5 @@
 """``scan2qa build`` on real tiny scans: progress lines, output summary, exit codes, the synthetic demo default."""
 
-import sys
-import types
-
 import numpy as np
 import polars as pl
 import pytest
@@ -91,32 +88,31 @@ def test_config_file_sets_locations(tmp_path, scene_graph, capsys):
 
 
 def test_no_arguments_generates_the_synthetic_demo(tmp_path, scene_graph, monkeypatch, capsys):
-    """With no arguments and no scans under data/scans, the synthetic generator fills it first.
+    """With no arguments and no scans under data/scans, the real synthetic generator fills it first.
 
-    The generator's own command (8 scenes of 300 rendered frames) takes minutes, so a stand-in with the same
-    arguments writes 8 small real scans; what is under test is that build calls it once, then builds them.
+    The shipped demo is 8 scenes of 300 rendered frames (minutes); here it is 1 scene of 3 frames, and the
+    generator's command is only watched (its arguments recorded), never replaced.
     """
+    import assets.build
+    from pipeline.synth import command as synth_command
+
+    assert (assets.build.DEMO_SCENES, assets.build.DEMO_FRAMES) == (8, 300)
+    monkeypatch.setattr(assets.build, "DEMO_SCENES", 1)
+    monkeypatch.setattr(assets.build, "DEMO_FRAMES", 3)
     calls = []
+    real_run = synth_command.run
 
-    def add_arguments(parser):
-        for flag in ("--out", "--scenes", "--frames", "--seed"):
-            parser.add_argument(flag)
-
-    def run(args):
+    def watched_run(args):
         calls.append(args)
-        for i in range(int(args.scenes)):
-            write_scan(tmp_path / args.out, f"synth{i:04d}_00")
-        return 0
+        return real_run(args)
 
-    synth_command = types.ModuleType("pipeline.synth.command")
-    synth_command.add_arguments, synth_command.run = add_arguments, run
-    monkeypatch.setitem(sys.modules, "pipeline.synth.command", synth_command)
+    monkeypatch.setattr(synth_command, "run", watched_run)
     monkeypatch.chdir(tmp_path)
     assert main(["build"]) == 0
-    assert [(a.out, a.scenes, a.frames) for a in calls] == [("data/scans", "8", "300")]
+    assert [(a.out, a.scenes, a.frames) for a in calls] == [("data/scans", 1, 3)]
     printed = capsys.readouterr().out
-    assert "[8/8] synthetic/synth0007_00 ... ok" in printed and "summary: 8 ok, 0 failed" in printed
-    assert len(list((tmp_path / "data" / "out" / "tables" / "objects").rglob("*.parquet"))) == 8
+    assert "[1/1] synthetic/synth0000_00 ... ok" in printed and "summary: 1 ok, 0 failed" in printed
+    assert len(list((tmp_path / "data" / "out" / "tables" / "objects").rglob("*.parquet"))) == 1
     # A second run finds the scans and does not generate again.
     assert main(["build"]) == 0
     assert len(calls) == 1

@@ -45,6 +45,9 @@ def read_ply(path) -> PlyMesh:
     if not all(n in names for n in ("x", "y", "z")):
         raise PlyFormatError("vertex element lacks x/y/z")
     vertices = np.stack([v["x"], v["y"], v["z"]], axis=1).astype(np.float64)
+    if not np.all(np.isfinite(vertices)):
+        bad = int(np.count_nonzero(~np.all(np.isfinite(vertices), axis=1)))
+        raise PlyFormatError(f"{bad} vertices have NaN or inf coordinates")
     colors = None
     if all(n in names for n in ("red", "green", "blue")):
         colors = np.stack([v["red"], v["green"], v["blue"]], axis=1).astype(np.uint8)

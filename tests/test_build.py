@@ -1,5 +1,7 @@
 """``scan2qa build`` on real tiny scans: progress lines, output summary, exit codes, the synthetic demo default."""
 
+import re
+
 import numpy as np
 import polars as pl
 import pytest

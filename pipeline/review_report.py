@@ -85,7 +85,11 @@ def _histogram(group: pl.DataFrame) -> tuple[list[str], list[float]]:
         return counts["ground_truth"].to_list(), [float(c) for c in counts["count"].to_list()]
     if values.size == 0:
         return [], []
-    counts, edges = np.histogram(values, bins=min(10, max(1, len(np.unique(values)))))
+    distinct = np.unique(values)
+    if len(distinct) <= 15 and np.all(distinct == np.round(distinct)):
+        # Counts and other small integers: one bar per answer, so a dominant "2" is plain to see.
+        return [f"{v:g}" for v in distinct], [float(np.count_nonzero(values == v)) for v in distinct]
+    counts, edges = np.histogram(values, bins=min(10, max(1, len(distinct))))
     return [f"{edges[i]:.3g}" for i in range(len(counts))], [float(c) for c in counts]
 
 
@@ -178,10 +182,10 @@ def render_report(
     # Answer distributions (real videos).
     parts.append("<h2>Answer distributions</h2><div class=charts>")
     real = qa.filter(pl.col("video_kind") == "real")
-    for (t,), group in sorted(real.group_by(["question_type"]), key=lambda kv: kv[0][0]):
+    for (profile, t), group in sorted(real.group_by(["profile", "question_type"]), key=lambda kv: kv[0]):
         labels, values = _histogram(group)
         if labels:
-            parts.append(bar_chart_svg(labels, values, f"{t} ({group.height})"))
+            parts.append(bar_chart_svg(labels, values, f"{profile} · {t} ({group.height})"))
     parts.append("</div>")
 
     # Frequency baselines.

@@ -92,6 +92,12 @@ class Frame:
         return bool(np.all(np.isfinite(self.pose)))
 
 
+def dropped_pose_warnings(frames: list[Frame]) -> list[str]:
+    """The scan warning every reader gives for frames whose pose has a NaN or inf (SPEC §1: dropped, counted)."""
+    dropped = sum(1 for f in frames if not f.valid)
+    return [f"{dropped} of {len(frames)} frames have a NaN/inf pose and are dropped"] if dropped else []
+
+
 # Loads the colour image of a source frame as an (H, W, 3) uint8 BGR array.
 ImageLoader = Callable[[int], np.ndarray]
 

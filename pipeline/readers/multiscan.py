@@ -51,7 +51,7 @@ from pipeline.readers.rscan import (
     resized,
     sky_up_rotation,
 )
-from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan
+from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, dropped_pose_warnings
 
 DATASET = "multiscan"
 MULTISCAN_FPS = 60.0
@@ -326,9 +326,7 @@ def read_multiscan(folder: Path, config: Config, *, source_uri: str | None = Non
     else:
         frames, load_image, fps, frame_files = found
         files += frame_files
-        dropped = sum(1 for f in frames if not f.valid)
-        if dropped:
-            warnings.append(f"{dropped} of {len(frames)} frames have a NaN/inf pose and are dropped")
+        warnings += dropped_pose_warnings(frames)
     parsed = ParsedScan(
         dataset=DATASET,
         scene_id=scene_id,

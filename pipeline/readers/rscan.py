@@ -41,7 +41,7 @@ from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
 from pipeline.readers.labels import LABEL_MAP_FILENAMES, LabelMap
 from pipeline.readers.scannet import load_label_map, triangle_owner
-from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
+from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
 
 DATASET = "3rscan"
 LABELS_PLY = "labels.instances.annotated.v2.ply"
@@ -301,9 +301,7 @@ def read_rscan(folder: Path, config: Config, *, source_uri: str | None = None) -
     else:
         frames, load_image, fps, frame_files = found
         files += frame_files
-        dropped = sum(1 for f in frames if not f.valid)
-        if dropped:
-            warnings.append(f"{dropped} of {len(frames)} frames have a NaN/inf pose and are dropped")
+        warnings += dropped_pose_warnings(frames)
     parsed = ParsedScan(
         dataset=DATASET,
         scene_id=scene_id,

@@ -22,7 +22,7 @@ import numpy as np
 
 from pipeline.errors import ScanError
 from pipeline.formats.sens import SensFormatError, SensReader
-from pipeline.scene import Frame, ImageLoader
+from pipeline.scene import Frame, ImageLoader, dropped_pose_warnings
 
 SCANNET_FPS = 30.0
 
@@ -67,21 +67,15 @@ def _make_frames(
     color_size: tuple[int, int],
     out_size: tuple[int, int],
     alignment: np.ndarray,
-) -> tuple[list[Frame], int]:
+) -> list[Frame]:
     k_out = scale_intrinsics(k_color, color_size, out_size)
-    frames, dropped = [], 0
+    frames = []
     for index, pose, ts in zip(indices, poses, timestamps):
         pose = np.asarray(pose, dtype=np.float64)
         if np.all(np.isfinite(pose)):
             pose = alignment @ pose
-        else:
-            dropped += 1
         frames.append(Frame(int(index), float(ts), pose, k_out.copy(), out_size[0], out_size[1]))
-    return frames, dropped
-
-
-def _dropped_warning(dropped: int, total: int) -> list[str]:
-    return [f"{dropped} of {total} frames have a NaN/inf pose and are dropped"] if dropped else []
+    return frames
 
 
 def read_stream_frames(
@@ -117,7 +111,7 @@ def read_stream_frames(
         color_size = (first.shape[1], first.shape[0])
     poses = [_read_matrix(pose_files[i], key, (4, 4)) for i in indices]
     timestamps = [i / fps for i in indices]
-    frames, dropped = _make_frames(indices, poses, timestamps, k_color, color_size or out_size, out_size, alignment)
+    frames = _make_frames(indices, poses, timestamps, k_color, color_size or out_size, out_size, alignment)
 
     def load_image(frame_index: int) -> np.ndarray:
         path = color_files.get(int(frame_index))
@@ -127,7 +121,7 @@ def read_stream_frames(
         return _resized(image, out_size)
 
     files = [intrinsic_file] + [pose_files[i] for i in indices] + [color_files[i] for i in indices]
-    return FrameSource(frames, load_image, fps, files, _dropped_warning(dropped, len(frames)))
+    return FrameSource(frames, load_image, fps, files, dropped_pose_warnings(frames))
 
 
 def read_sens_frames(
@@ -152,7 +146,7 @@ def read_sens_frames(
         timestamps = [i / fps for i in indices]
     color_size = (reader.color_width, reader.color_height)
     poses = [reader.pose(i) for i in indices]
-    frames, dropped = _make_frames(
+    frames = _make_frames(
         indices, poses, timestamps, reader.intrinsic_color[:3, :3], color_size, out_size, alignment
     )
 
@@ -162,7 +156,7 @@ def read_sens_frames(
         except (SensFormatError, OSError, IndexError) as exc:
             raise ScanError(key, path.name, f"frame {frame_index}: {exc}") from None
 
-    return FrameSource(frames, load_image, source_fps, [path], _dropped_warning(dropped, n))
+    return FrameSource(frames, load_image, source_fps, [path], dropped_pose_warnings(frames))
 
 
 def read_scannet_frames(

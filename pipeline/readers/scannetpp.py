@@ -39,7 +39,7 @@ from pipeline.frames import output_size
 from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
 from pipeline.readers.scannet import group_vertices, triangle_owner
-from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
+from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
 from pipeline.video import VideoFrameSource
 
 DATASET = "scannetpp"
@@ -187,7 +187,7 @@ def read_iphone_frames(
     src_size = (source.width, source.height)
     out_size = output_size(src_size[0], src_size[1], frames_config)
     scale = np.diag([out_size[0] / src_size[0], out_size[1] / src_size[1], 1.0])
-    frames, dropped = [], 0
+    frames = []
     for name in sorted(entries, key=lambda n: _frame_number(n, key)):
         number = _frame_number(name, key)
         entry = entries[name]
@@ -203,11 +203,9 @@ def read_iphone_frames(
         if pose.size != 16:
             raise ScanError(key, POSES_PATH, f"{name}.aligned_pose has {pose.size} values, expected 16")
         pose = pose.reshape(4, 4)
-        if not np.all(np.isfinite(pose)):
-            dropped += 1
         k = numbers(entry["intrinsic"], (3, 3), key, POSES_PATH, f"{name}.intrinsic")
         frames.append(Frame(number, number / fps, pose, scale @ k, out_size[0], out_size[1]))
-    warnings = [f"{dropped} of {len(frames)} frames have a NaN/inf pose and are dropped"] if dropped else []
+    warnings = dropped_pose_warnings(frames)
     if frames and frames[-1].frame_index >= len(source) > 0:
         warnings.append(f"{POSES_PATH} names frames up to {frames[-1].frame_index}, the video has {len(source)}")
     return frames, source, fps, [poses_path, video], warnings

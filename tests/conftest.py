@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import logging
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,3 +22,54 @@ def shared_dir() -> Path:
 @pytest.fixture(scope="session")
 def fixtures_dir(shared_dir: Path) -> Path:
     return shared_dir / "fixtures"
+
+
+@dataclass
+class S3Bucket:
+    name: str
+    options: dict  # fsspec storage options pointing at the loopback server
+
+    def uri(self, path: str = "") -> str:
+        return f"s3://{self.name}/{path}".rstrip("/")
+
+    def upload(self, local: Path, path: str) -> str:
+        """Copy a local folder's files under ``path`` in this bucket; returns its URI."""
+        from pipeline.storage import upath
+
+        target = upath(self.uri(path), self.options)
+        for f in sorted(local.rglob("*")):
+            if f.is_file():
+                (target / f.relative_to(local).as_posix()).write_bytes(f.read_bytes())
+        return self.uri(path)
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 server on a free loopback port, as s3fs's own tests run it; yields fsspec storage options."""
+    pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    from moto.server import ThreadedMotoServer
+
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
+            env.delenv(name, raising=False)
+        env.setenv("AWS_ACCESS_KEY_ID", "testing")
+        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        try:
+            yield {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": f"http://{host}:{port}"}}
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server) -> S3Bucket:
+    """A fresh bucket per test (the server keeps buckets for the whole session)."""
+    from pipeline.storage import upath
+
+    name = f"scan2qa-{uuid.uuid4().hex[:12]}"
+    upath(f"s3://{name}", s3_server).fs.mkdir(name)
+    return S3Bucket(name, s3_server)

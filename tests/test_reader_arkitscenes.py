@@ -242,33 +242,12 @@ def test_na_sky_direction_reads_upright_with_a_warning(scene_copy, written):
 
 
 @pytest.mark.slow
-def test_scan_on_s3_keeps_its_sky_direction(written, tmp_path):
+def test_scan_on_s3_keeps_its_sky_direction(written, s3_bucket):
     """``read_scan`` copies ``metadata.csv`` from the scans root along with a remote scene."""
-    from tests.test_storage_s3 import upload
-
-    from moto.server import ThreadedMotoServer
-
-    from pipeline.storage import upath
-
-    with pytest.MonkeyPatch.context() as env:
-        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
-            env.delenv(name, raising=False)
-        for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
-            env.setenv(name, value)
-        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        try:
-            host, port = server.get_host_and_port()
-            endpoint = {"endpoint_url": f"http://{host}:{port}"}
-            options = {"key": "testing", "secret": "testing", "client_kwargs": endpoint}
-            upath("s3://arkit", options).fs.mkdir("arkit")
-            folder = written["folder"]
-            upload(folder.parent, "s3://arkit/scans", options)
-            config = Config(scans_root="s3://arkit/scans", storage_options=options)
-            parsed = read_scan(f"s3://arkit/scans/{folder.name}", config)
-            assert parsed.image_rotation == SKY_ROTATION[SKY]
-            assert parsed.warnings == []
-            assert len(parsed.frames) == FRAMES
-        finally:
-            server.stop()
+    folder = written["folder"]
+    scans = s3_bucket.upload(folder.parent, "scans")
+    config = Config(scans_root=scans, storage_options=s3_bucket.options)
+    parsed = read_scan(f"{scans}/{folder.name}", config)
+    assert parsed.image_rotation == SKY_ROTATION[SKY]
+    assert parsed.warnings == []
+    assert len(parsed.frames) == FRAMES

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import numpy as np
 import pytest
@@ -314,35 +313,16 @@ def test_unreadable_pose_file(tmp_path):
 # ---- object storage ----
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_read_from_s3(tmp_path, monkeypatch):
-    moto_server = pytest.importorskip("moto.server")
-    s3fs = pytest.importorskip("s3fs")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port)
-    server.start()
-    try:
-        options = {"client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}"}, "use_listings_cache": False}
-        fs = s3fs.S3FileSystem(**options)
-        fs.mkdir("scans")
-        folder = make_box_room(tmp_path / "local", frames="sens", n_frames=4)
-        fs.put(str(tmp_path / "local") + "/", "scans/root/", recursive=True)
-        config = Config(storage_options=options)
-        uri = f"s3://scans/root/{folder.name}"
-        assert detect_dataset(uri, options) == "scannet"
-        remote = read_scan(uri, config)
-        local = read_scan(folder, Config())
-        assert remote.source_uri == uri
-        assert remote.checksum == local.checksum
-        assert len(remote.objects) == len(local.objects) and len(remote.frames) == 4
-        assert remote.load_image(2).shape == (480, 640, 3)
-    finally:
-        server.stop()
+def test_read_from_s3(tmp_path, s3_bucket):
+    folder = make_box_room(tmp_path / "local", frames="sens", n_frames=4)
+    root = s3_bucket.upload(tmp_path / "local", "scans/root")
+    options = dict(s3_bucket.options, use_listings_cache=False)
+    config = Config(storage_options=options)
+    uri = f"{root}/{folder.name}"
+    assert detect_dataset(uri, options) == "scannet"
+    remote = read_scan(uri, config)
+    local = read_scan(folder, Config())
+    assert remote.source_uri == uri
+    assert remote.checksum == local.checksum
+    assert len(remote.objects) == len(local.objects) and len(remote.frames) == 4
+    assert remote.load_image(2).shape == (480, 640, 3)

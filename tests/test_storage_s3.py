@@ -1,9 +1,6 @@
 """Scans read from and tables written to ``s3://``, against moto's S3 server on loopback."""
 
 import json
-import logging
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,47 +12,12 @@ from pipeline.storage import read_table, upath
 from tests.real_scans import scene_graph_only, write_scan
 
 
-@dataclass
-class Bucket:
-    name: str
-    options: dict
-
-
-@pytest.fixture(scope="module")
-def s3_server():
-    """A moto S3 server on a free loopback port, with dummy credentials; yields its storage options."""
-    from moto.server import ThreadedMotoServer
-
-    with pytest.MonkeyPatch.context() as env:
-        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
-            env.delenv(name, raising=False)
-        env.setenv("AWS_ACCESS_KEY_ID", "testing")
-        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        host, port = server.get_host_and_port()
-        yield {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": f"http://{host}:{port}"}}
-        server.stop()
-
-
 @pytest.fixture
-def s3(s3_server):
-    """A fresh bucket per test (moto keeps buckets for the whole process)."""
-    bucket = f"scan2qa-{uuid.uuid4().hex[:12]}"
-    upath(f"s3://{bucket}", s3_server).fs.mkdir(bucket)
-    return Bucket(bucket, s3_server)
+def s3(s3_bucket):
+    return s3_bucket
 
 
-def upload(local: Path, uri: str, options: dict) -> None:
-    target = upath(uri, options)
-    for f in sorted(local.rglob("*")):
-        if f.is_file():
-            (target / f.relative_to(local).as_posix()).write_bytes(f.read_bytes())
-
-
-def write_config(tmp_path: Path, s3: Bucket) -> str:
+def write_config(tmp_path: Path, s3) -> str:
     path = tmp_path / "s3.yaml"
     path.write_text(yaml.safe_dump({
         "scans_root": f"s3://{s3.name}/scans",
@@ -70,7 +32,7 @@ def test_small_scans_round_trip_through_s3(tmp_path, s3, monkeypatch, capsys):
     local = tmp_path / "local"
     write_scan(local, "synth0000_00", objects=3)
     write_scan(local / "group", "synth0001_00", objects=4)
-    upload(local, f"s3://{s3.name}/scans", s3.options)
+    s3.upload(local, "scans")
 
     found = discover_scans(f"s3://{s3.name}/scans", s3.options)
     assert found == [
@@ -88,13 +50,13 @@ def test_small_scans_round_trip_through_s3(tmp_path, s3, monkeypatch, capsys):
     leftovers = [p for p in upath(f"s3://{s3.name}/out", s3.options).rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == []
 
-    upload(local / "synth0000_00", f"s3://{s3.name}/scans/synth0000_00/extra", s3.options)
+    s3.upload(local / "synth0000_00", "scans/synth0000_00/extra")
     assert scan_fingerprint(found[0][1], s3.options) != fingerprint
 
 
 def test_real_scannet_scene_from_s3(tmp_path, s3, fixtures_dir, capsys):
     scene = fixtures_dir / "scannet" / "scene0000_00"
-    upload(scene, f"s3://{s3.name}/scans/scene0000_00", s3.options)
+    s3.upload(scene, "scans/scene0000_00")
     label_map = fixtures_dir / "scannet" / "scannetv2-labels.combined.tsv"
     upath(f"s3://{s3.name}/scans/{label_map.name}", s3.options).write_bytes(label_map.read_bytes())
 

@@ -126,37 +126,10 @@ def test_missing_or_unreadable_image_is_a_scan_error_and_leaves_no_video(tmp_pat
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
 
 
-@pytest.fixture
-def s3_options():
-    """A moto S3 server on loopback with one fresh bucket; yields (bucket, storage options)."""
-    import logging
-    import uuid
-
-    from moto.server import ThreadedMotoServer
-
+def test_videos_upload_to_s3_outputs(tmp_path, s3_bucket):
     from pipeline.storage import upath
 
-    with pytest.MonkeyPatch.context() as env:
-        for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
-            env.delenv(name, raising=False)
-        env.setenv("AWS_ACCESS_KEY_ID", "testing")
-        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        host, port = server.get_host_and_port()
-        options = {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": f"http://{host}:{port}"}}
-        bucket = f"scan2qa-{uuid.uuid4().hex[:12]}"
-        upath(f"s3://{bucket}", options).fs.mkdir(bucket)
-        yield bucket, options
-        server.stop()
-
-
-def test_videos_upload_to_s3_outputs(tmp_path, s3_options):
-    from pipeline.storage import upath
-
-    bucket, options = s3_options
+    bucket, options = s3_bucket.name, s3_bucket.options
     frames = frames_table(30)
     samples = sample_frames(frames)
     small = FramesConfig(width=160, height=120)

@@ -38,7 +38,9 @@ def pinpoint_representation(context: dg.AssetExecutionContext, storage: StorageR
         targets, neighbors = schemas.empty("pinpoint_targets"), schemas.empty("pinpoint_neighbors")
     else:
         parsed = load_partition_scan(key, storage)
-        targets, neighbors = build_representation(key, objects.filter(pl.col("key") == key), parsed)
+        targets, neighbors = build_representation(
+            key, objects.filter(pl.col("key") == key), parsed, config=storage.config().pinpoint_config()
+        )
     yield dg.Output(targets, output_name="pinpoint_targets", metadata={"rows": targets.height})
     yield dg.Output(neighbors, output_name="pinpoint_neighbors", metadata={"rows": neighbors.height})
 
@@ -64,7 +66,8 @@ def pinpoint_qa_candidates(
     if PROFILE not in config.profiles:
         return schemas.empty("pinpoint_qa_candidates")
     table = generate_questions(
-        context.partition_key, pinpoint_targets, pinpoint_neighbors, objects, object_visibility, seed=config.seed
+        context.partition_key, pinpoint_targets, pinpoint_neighbors, objects, object_visibility,
+        config=config.pinpoint_config(), seed=config.seed,
     )
     per_type = dict(table["question_type"].value_counts().sort("question_type").iter_rows())
     context.add_output_metadata({"rows": table.height, "per_type": dg.MetadataValue.json(per_type)})
@@ -85,8 +88,9 @@ def pinpoint_qa(
     from pipeline.qa.balance import balance_letters
 
     # Per-scan option orders are fixed per target; the correct letter is balanced over the whole benchmark.
-    balanced = balance_letters(pinpoint_qa_candidates, seed=storage.config().seed, letters="ABCD")
-    table = with_splits(balanced).sort(["key", "budget", "question_type", "id"])
+    config = storage.config()
+    balanced = balance_letters(pinpoint_qa_candidates, seed=config.seed, letters="ABCD")
+    table = with_splits(balanced, config.pinpoint_config()).sort(["key", "budget", "question_type", "id"])
     counts = table.group_by("split", "question_type").len().sort("split", "question_type")
     per_split = {f"{r['split']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
     context.add_output_metadata({"rows": table.height, "per_split": dg.MetadataValue.json(per_split)})

@@ -53,6 +53,7 @@ class Config:
     profiles: tuple[str, ...] = ("revsi", "vsibench", "pinpointqa")
     gate: GateConfig = field(default_factory=GateConfig)
     reviews_path: str | None = None  # verdicts CSV; default <output_root>/reviews/verdicts.csv
+    pinpointqa: dict[str, Any] = field(default_factory=dict)  # overrides of pipeline.pinpoint.config defaults
 
     @property
     def tables_root(self) -> str:
@@ -66,11 +67,18 @@ class Config:
     def verdicts_path(self) -> str:
         return self.reviews_path or f"{self.output_root.rstrip('/')}/reviews/verdicts.csv"
 
+    def pinpoint_config(self):
+        """PinpointQA thresholds: the defaults with this run's ``pinpointqa`` overrides (validated)."""
+        from pipeline.pinpoint.config import PinpointConfig
+
+        return PinpointConfig.from_mapping(self.pinpointqa)
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
-def _build(cls, values: dict[str, Any], where: str):
+def build_dataclass(cls, values: dict[str, Any], where: str):
+    """A (nested) config dataclass from a mapping; unknown keys are an error naming where they were."""
     known = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - set(known))
     if unknown:
@@ -81,7 +89,7 @@ def _build(cls, values: dict[str, Any], where: str):
         if dataclasses.is_dataclass(default):
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}.{name}: expected a mapping, got {type(value).__name__}")
-            kwargs[name] = _build(type(default), value, f"{where}.{name}")
+            kwargs[name] = build_dataclass(type(default), value, f"{where}.{name}")
         elif isinstance(default, tuple):
             kwargs[name] = tuple(value)
         else:
@@ -103,4 +111,4 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         if not isinstance(values, dict):
             raise ConfigError(f"{candidate}: expected a mapping at the top level")
     values.update({k: v for k, v in overrides.items() if v is not None})
-    return _build(Config, values, str(candidate) if candidate.exists() else "config")
+    return build_dataclass(Config, values, str(candidate) if candidate.exists() else "config")

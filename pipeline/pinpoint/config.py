@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from pipeline.config import build_dataclass
 from pipeline.errors import ConfigError
 
 # Labels that can carry a small object (semantic suitability of a support).
@@ -106,29 +107,10 @@ class PinpointConfig:
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any] | None) -> PinpointConfig:
-        return _build(cls, dict(values or {}), "pinpointqa")
+        return build_dataclass(cls, dict(values or {}), "pinpointqa")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def _build(cls, values: dict[str, Any], where: str):
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
-    kwargs: dict[str, Any] = {}
-    for name, value in values.items():
-        default = getattr(cls(), name)
-        if dataclasses.is_dataclass(default):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{where}.{name}: expected a mapping, got {type(value).__name__}")
-            kwargs[name] = _build(type(default), value, f"{where}.{name}")
-        elif isinstance(default, tuple):
-            kwargs[name] = tuple(str(v) if isinstance(default[0], str) else v for v in value) if default else tuple(value)
-        else:
-            kwargs[name] = value
-    return cls(**kwargs)
 
 
 def load_pinpoint_config(path: str | Path | None = None) -> PinpointConfig:

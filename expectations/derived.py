@@ -74,32 +74,47 @@ def _is_json(text: str | None) -> bool:
     return True
 
 
-def qa_distribution(qa: pl.DataFrame) -> pl.DataFrame:
+def _letter_deviation(group: pl.DataFrame, min_questions: int) -> float | None:
+    """Largest gap between a correct letter's share and 1/k, over the questions with k options.
+
+    Questions with different option counts (a one-turn route has 3 options, a
+    longer one 4) are judged separately, as they are balanced; option counts
+    with fewer than ``min_questions`` questions are too few to judge.
+    """
+    n_opts = group["options"].list.len()
+    worst = None
+    for k in sorted(set(n_opts.to_list()) - {0}):
+        sub = group.filter(n_opts == k)
+        if sub.height < min_questions:
+            continue
+        shares = sub["ground_truth"].value_counts(normalize=True)
+        share = dict(zip(shares["ground_truth"].to_list(), shares["proportion"].to_list()))
+        gap = max(abs(share.get(chr(ord("A") + i), 0.0) - 1.0 / k) for i in range(k))
+        worst = gap if worst is None else max(worst, gap)
+    return worst
+
+
+def qa_distribution(qa: pl.DataFrame, min_questions: int = 40) -> pl.DataFrame:
     """Per (profile, budget, question_type) over real-video questions: frequency baseline and letter skew.
 
-    ``letter_deviation`` is the largest gap, in fraction points, between a
-    correct letter's share and the uniform share 1/#options.
+    Both are null for a type with fewer than ``min_questions`` questions: a
+    handful of questions has a high constant-answer score and a lumpy letter
+    spread by chance alone.
     """
     real = qa.filter(pl.col("video_kind") == "real")
     rows = []
     for (profile, budget, qtype), group in sorted(
         real.group_by(["profile", "budget", "question_type"]), key=lambda kv: tuple(str(k) for k in kv[0])
     ):
-        deviation = None
-        n_opts = group["options"].list.len()
-        if int(n_opts.max() or 0) > 0:
-            k = int(n_opts.max())
-            shares = group["ground_truth"].value_counts(normalize=True)
-            share = dict(zip(shares["ground_truth"].to_list(), shares["proportion"].to_list()))
-            deviation = max(abs(share.get(chr(ord("A") + i), 0.0) - 1.0 / k) for i in range(k))
+        enough = group.height >= min_questions
         rows.append(
             {
                 "profile": profile,
                 "budget": budget,
                 "question_type": qtype,
                 "questions": group.height,
-                "frequency_baseline": frequency_baseline(group, by=("question_type",))["score"][0],
-                "letter_deviation": deviation,
+                "frequency_baseline": frequency_baseline(group, by=("question_type",))["score"][0] if enough else None,
+                "letter_deviation": _letter_deviation(group, min_questions),
             }
         )
     schema = {
@@ -153,12 +168,5 @@ def build_views(tables: dict[str, pl.DataFrame], min_questions_for_distribution:
             for t, v in zip(view["question_type"].to_list(), view["answer_value"].to_list())
         ]
         views["qa"] = view.with_columns(pl.Series("numeric_positive", numeric_ok, dtype=pl.Boolean))
-        dist = qa_distribution(qa)
-        # A type with a handful of questions has a high constant-answer score and a lumpy letter spread
-        # by chance alone; the bounds are judged only where there are enough questions to mean something.
-        enough = pl.col("questions") >= min_questions_for_distribution
-        views["qa_distribution"] = dist.with_columns(
-            pl.when(enough).then(pl.col("letter_deviation")).otherwise(None).alias("letter_deviation"),
-            pl.when(enough).then(pl.col("frequency_baseline")).otherwise(None).alias("frequency_baseline"),
-        )
+        views["qa_distribution"] = qa_distribution(qa, min_questions_for_distribution)
     return views

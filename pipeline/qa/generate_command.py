@@ -1,0 +1,34 @@
+"""``scan2qa generate``: questions from existing annotations, without scans.
+
+Benchmark builders who already have ReVSI-style box annotations or VSI-Bench's
+meta-info files can regenerate the geometry-only questions (all frames) under
+either profile and compare them side by side, without any scan on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from pipeline import storage
+from pipeline.qa.from_annotations import generate_from_annotations
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--annotations", required=True, help="annotation JSON file, or a folder of them")
+    parser.add_argument("--profile", default="revsi", choices=["revsi", "vsibench"], help="question profile")
+    parser.add_argument("--out", required=True, help="qa Parquet file to write (read it with scan2qa stats --qa)")
+    parser.add_argument("--seed", type=int, default=0, help="same seed, byte-identical table")
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    qa = generate_from_annotations(args.annotations, args.profile, seed=args.seed)
+    out = Path(args.out)
+    storage.write_table(storage.upath(out), "qa", qa)
+    scenes = qa["key"].n_unique() if qa.height else 0
+    print(f"{qa.height} questions over {scenes} scenes ({args.profile}) -> {out} ({time.perf_counter() - started:.1f} s)")
+    for row in qa.group_by("question_type").len().sort("question_type").iter_rows(named=True):
+        print(f"  {row['question_type']}: {row['len']}")
+    return 0

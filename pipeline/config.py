@@ -97,18 +97,23 @@ def build_dataclass(cls, values: dict[str, Any], where: str):
     return cls(**kwargs)
 
 
+def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
+    """A YAML file whose top level is a mapping; a missing or malformed file is a one-line ConfigError."""
+    candidate = Path(path)
+    if not candidate.exists():
+        raise ConfigError(f"{candidate}: config file not found")
+    try:
+        values = yaml.safe_load(candidate.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{candidate}: not valid YAML: {exc}".splitlines()[0]) from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"{candidate}: expected a mapping at the top level")
+    return values
+
+
 def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     """Read a YAML config (if given or ``./scan2qa.yaml`` exists) and apply overrides."""
-    values: dict[str, Any] = {}
     candidate = Path(path) if path else Path("scan2qa.yaml")
-    if path and not candidate.exists():
-        raise ConfigError(f"{candidate}: config file not found")
-    if candidate.exists():
-        try:
-            values = yaml.safe_load(candidate.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{candidate}: not valid YAML: {exc}".splitlines()[0]) from None
-        if not isinstance(values, dict):
-            raise ConfigError(f"{candidate}: expected a mapping at the top level")
+    values: dict[str, Any] = read_yaml_mapping(candidate) if path or candidate.exists() else {}
     values.update({k: v for k, v in overrides.items() if v is not None})
     return build_dataclass(Config, values, str(candidate) if candidate.exists() else "config")

@@ -12,6 +12,7 @@ import pytest
 from assets.build import build
 from pipeline import schemas
 from pipeline.config import load_config
+from tests.real_scans import break_missing_aggregation, break_truncated_ply, break_unknown_segments
 
 SCENE = "scene0000_00"
 LABEL_MAP = "scannetv2-labels.combined.tsv"
@@ -27,24 +28,6 @@ def copy_scene(fixtures_dir: Path, root: Path, scene_id: str = SCENE) -> Path:
     if not (root / LABEL_MAP).exists():
         shutil.copyfile(fixtures_dir / "scannet" / LABEL_MAP, root / LABEL_MAP)
     return target
-
-
-def break_missing_aggregation(folder: Path) -> None:
-    for f in folder.glob("*aggregation.json"):
-        f.unlink()
-
-
-def break_truncated_ply(folder: Path) -> None:
-    ply = next(folder.glob("*_vh_clean_2.ply"))
-    data = ply.read_bytes()
-    ply.write_bytes(data[: len(data) // 2])
-
-
-def break_unknown_segments(folder: Path) -> None:
-    for f in folder.glob("*aggregation.json"):
-        agg = json.loads(f.read_text())
-        agg["segGroups"][0]["segments"].append(987654321)
-        f.write_text(json.dumps(agg))
 
 
 def break_nan_alignment_pose(folder: Path) -> None:

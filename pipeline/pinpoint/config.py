@@ -14,10 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
-from pipeline.config import build_dataclass
-from pipeline.errors import ConfigError
+from pipeline.config import build_dataclass, read_yaml_mapping
 
 # Labels that can carry a small object (semantic suitability of a support).
 DEFAULT_SURFACE_LABELS: tuple[str, ...] = (
@@ -117,13 +115,5 @@ def load_pinpoint_config(path: str | Path | None = None) -> PinpointConfig:
     """Defaults, overridden by a YAML file holding a ``pinpointqa:`` mapping (or the mapping itself)."""
     if path is None:
         return PinpointConfig()
-    candidate = Path(path)
-    if not candidate.exists():
-        raise ConfigError(f"{candidate}: config file not found")
-    try:
-        values = yaml.safe_load(candidate.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{candidate}: not valid YAML: {exc}".splitlines()[0]) from None
-    if not isinstance(values, dict):
-        raise ConfigError(f"{candidate}: expected a mapping at the top level")
+    values = read_yaml_mapping(path)
     return PinpointConfig.from_mapping(values.get("pinpointqa", values))

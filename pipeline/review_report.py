@@ -93,6 +93,37 @@ def _histogram(group: pl.DataFrame) -> tuple[list[str], list[float]]:
     return [f"{edges[i]:.3g}" for i in range(len(counts))], [float(c) for c in counts]
 
 
+def answerability_table(qa: pl.DataFrame, object_visibility: pl.DataFrame) -> str:
+    """Of the all-frame questions, the share whose named objects stay visible under each smaller budget.
+
+    This is ReVSI's validity-under-sparse-frames measure (its Figure 3): how
+    many all-frame answers a model fed 16, 32 or 64 frames could still
+    support. Released questions of each budget are answerable by construction.
+    """
+    visible = {
+        b: set(zip(g["key"].to_list(), g["object_id"].to_list()))
+        for (b,), g in object_visibility.filter(pl.col("visible")).group_by(["budget"])
+    }
+    base = qa.filter((pl.col("budget") == "all") & (pl.col("video_kind") == "real") & (pl.col("used_obj_ids").list.len() > 0))
+    rows = []
+    for (profile,), group in sorted(base.group_by(["profile"]), key=lambda kv: kv[0]):
+        pairs = list(zip(group["key"].to_list(), group["used_obj_ids"].to_list()))
+        cells = []
+        for b in ("16", "32", "64"):
+            seen = visible.get(b, set())
+            ok = sum(all((key, i) in seen for i in ids) for key, ids in pairs)
+            cells.append(f"{100 * ok / len(pairs):.1f}%")
+        rows.append([profile, len(pairs), *cells])
+    if not rows:
+        return ""
+    return (
+        "<h2>Answerability of all-frame questions under smaller budgets</h2>"
+        "<p class=meta>Share of the all-frame questions whose named objects are all visible under the budget's frames "
+        "(SPEC §3 rule); the released questions of each budget are generated from that budget's visibility.</p>"
+        + _table(["profile", "all-frame questions", "16", "32", "64"], rows)
+    )
+
+
 def _read_frame(video: Path, rank: int) -> np.ndarray | None:
     cap = cv2.VideoCapture(str(video))
     try:
@@ -209,6 +240,7 @@ def render_report(
             if g.height:
                 rows.append([b, g.height, int(g["visible"].sum()), f"{100 * g['visible'].mean():.1f}%"])
         parts.append(_table(["budget", "objects", "visible", "share"], rows))
+        parts.append(answerability_table(qa, object_visibility))
 
     # Gate results.
     if gate is not None:

@@ -20,13 +20,13 @@ from pipeline.readers.arkitscenes import (
     read_sky_directions,
     rotated_camera,
 )
-from pipeline.scene import OrientedBox
 from pipeline.scene_tables import scene_tables
 from pipeline.synth.arkitscenes_writer import rigid_pose, write_arkitscenes
 from pipeline.synth.render import FrameRenderer
 from pipeline.synth.scannet_writer import TRUTH_SUFFIX, write_scannet
 from pipeline.synth.scene import generate_scene
 from pipeline.video import rotate_image, scan_video_size
+from tests.box_checks import box_error, sorted_corners
 
 SEED = 11
 FRAMES = 3
@@ -52,28 +52,6 @@ def written(tmp_path_factory):
         "reference_tables": scene_tables(reference, config),
         "tables": scene_tables(parsed, config),
     }
-
-
-def _horizontal(extent, rotation) -> tuple[np.ndarray, float]:
-    extent, rotation = np.asarray(extent, dtype=float), np.asarray(rotation, dtype=float).reshape(3, 3)
-    vertical = int(np.argmax(np.abs(rotation[2, :])))
-    return np.sort(np.delete(extent, vertical)), float(extent[vertical])
-
-
-def _box_error(center, extent, rotation, truth_box: dict) -> float:
-    xy, h = _horizontal(extent, rotation)
-    true_xy, true_h = _horizontal(truth_box["extent"], truth_box["rotation"])
-    return max(
-        float(np.abs(np.asarray(center) - truth_box["center"]).max()),
-        float(np.abs(xy - true_xy).max()),
-        abs(h - true_h),
-    )
-
-
-def _sorted_corners(center, extent, rotation) -> np.ndarray:
-    box = OrientedBox(np.asarray(center), np.asarray(extent), np.asarray(rotation, dtype=float).reshape(3, 3))
-    corners = box.corners()
-    return corners[np.lexsort(np.round(corners, 4).T[::-1])]
 
 
 def test_fixture_metadata_sky_directions(fixtures_dir):
@@ -118,7 +96,7 @@ def test_objects_are_the_annotated_boxes_within_1cm(written):
     assert [o.object_id for o in parsed.objects] == sorted(truth)
     for obj in parsed.objects:
         assert obj.raw_label == truth[obj.object_id]["label"] == obj.category
-        assert _box_error(obj.box.center, obj.box.extent, obj.box.rotation, truth[obj.object_id]["box"]) <= 0.01
+        assert box_error(obj.box.center, obj.box.extent, obj.box.rotation, truth[obj.object_id]["box"]) <= 0.01
         np.testing.assert_allclose(obj.box.rotation, truth[obj.object_id]["box"]["rotation"], atol=1e-9)
 
 
@@ -153,8 +131,8 @@ def test_scene_tables_equal_the_scannet_layout_except_ids(written):
     assert ref["objects"].select(same_object_columns).rows() == got["objects"].select(same_object_columns).rows()
     assert set(got["objects"]["box_source"]) == {"annotation"}
     for a, b in zip(ref["objects"].iter_rows(named=True), got["objects"].iter_rows(named=True)):
-        corners_a = _sorted_corners(a["center"], a["extent"], a["rotation"])
-        corners_b = _sorted_corners(b["center"], b["extent"], b["rotation"])
+        corners_a = sorted_corners(a["center"], a["extent"], a["rotation"])
+        corners_b = sorted_corners(b["center"], b["extent"], b["rotation"])
         assert np.abs(corners_a - corners_b).max() <= 1e-5, a["raw_label"]
     assert ref["frames"].select("frame_index", "valid", "in_all_frame").to_dicts() == got["frames"].select(
         "frame_index", "valid", "in_all_frame"

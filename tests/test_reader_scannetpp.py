@@ -13,11 +13,11 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.readers import detect_dataset, read_scan
 from pipeline.readers.scannetpp import ANNOTATION_PATH, MESH_PATH, POSES_PATH, SEGMENTS_PATH
-from pipeline.scene import OrientedBox
 from pipeline.scene_tables import scene_tables
 from pipeline.synth.scannet_writer import TRUTH_SUFFIX, write_scannet
 from pipeline.synth.scannetpp_writer import VIDEO_NAME, write_scannetpp
 from pipeline.synth.scene import generate_scene
+from tests.box_checks import box_error, sorted_corners
 
 SEED = 11
 FRAMES = 3
@@ -44,28 +44,6 @@ def written(tmp_path_factory):
     }
 
 
-def _horizontal(extent, rotation) -> tuple[np.ndarray, float]:
-    extent, rotation = np.asarray(extent, dtype=float), np.asarray(rotation, dtype=float).reshape(3, 3)
-    vertical = int(np.argmax(np.abs(rotation[2, :])))
-    return np.sort(np.delete(extent, vertical)), float(extent[vertical])
-
-
-def _box_error(center, extent, rotation, truth_box: dict) -> float:
-    xy, h = _horizontal(extent, rotation)
-    true_xy, true_h = _horizontal(truth_box["extent"], truth_box["rotation"])
-    return max(
-        float(np.abs(np.asarray(center) - truth_box["center"]).max()),
-        float(np.abs(xy - true_xy).max()),
-        abs(h - true_h),
-    )
-
-
-def _sorted_corners(center, extent, rotation) -> np.ndarray:
-    box = OrientedBox(np.asarray(center), np.asarray(extent), np.asarray(rotation, dtype=float).reshape(3, 3))
-    corners = box.corners()
-    return corners[np.lexsort(np.round(corners, 4).T[::-1])]
-
-
 def test_detected_as_scannetpp(written):
     assert detect_dataset(str(written["folder"])) == "scannetpp"
     parsed = written["parsed"]
@@ -82,10 +60,10 @@ def test_objects_match_the_truth_within_1cm(written):
         assert obj.raw_label == truth[obj.object_id]["label"]
         assert obj.category == obj.raw_label  # open vocabulary: no label map
         box = obj.annotated_box  # the segments_anno obb, row axes turned into columns
-        assert _box_error(box.center, box.extent, box.rotation, truth[obj.object_id]["box"]) <= 0.01
+        assert box_error(box.center, box.extent, box.rotation, truth[obj.object_id]["box"]) <= 0.01
         np.testing.assert_allclose(box.rotation, truth[obj.object_id]["box"]["rotation"], atol=1e-9)
     for row in written["tables"]["objects"].iter_rows(named=True):
-        assert _box_error(row["center"], row["extent"], row["rotation"], truth[row["object_id"]]["box"]) <= 0.01
+        assert box_error(row["center"], row["extent"], row["rotation"], truth[row["object_id"]]["box"]) <= 0.01
 
 
 def test_triangle_owners_match_the_scannet_layout(written):
@@ -125,8 +103,8 @@ def test_scene_tables_equal_the_scannet_layout_except_ids(written):
     same_object_columns += ["small_object", "box_source"]
     assert ref["objects"].select(same_object_columns).rows() == got["objects"].select(same_object_columns).rows()
     for a, b in zip(ref["objects"].iter_rows(named=True), got["objects"].iter_rows(named=True)):
-        corners_a = _sorted_corners(a["center"], a["extent"], a["rotation"])
-        corners_b = _sorted_corners(b["center"], b["extent"], b["rotation"])
+        corners_a = sorted_corners(a["center"], a["extent"], a["rotation"])
+        corners_b = sorted_corners(b["center"], b["extent"], b["rotation"])
         assert np.abs(corners_a - corners_b).max() <= 1e-5, a["raw_label"]
     kept = got["frames"].filter(pl.col("in_all_frame"))
     for column in ("timestamp", "pose", "intrinsics"):

@@ -1,6 +1,6 @@
 """MultiScan scan folder -> ``ParsedScan``, and the annotation-only box reader.
 
-A MultiScan scan folder ``<scan>/`` (``scene_XXXXX_XX``) holds:
+A MultiScan scan folder ``<scan>/`` (``scene_<5 digits>_<2 digits>``) holds:
 
 * ``<scan>.annotations.json``: objects labelled ``"<name>.<index>"`` with an
   ``obb`` (``centroid``, ``axesLengths``, ``normalizedAxes`` one box axis per

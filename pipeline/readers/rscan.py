@@ -5,8 +5,8 @@ A 3RScan scan folder (named by its scan id, a UUID) holds the annotated mesh
 annotated), the textured ``mesh.refined.v2.obj`` (same surface, +z up), the
 instance annotation ``semseg.v2.json`` (``segGroups`` with ``objectId``,
 ``label`` and an ``obb`` whose ``normalizedAxes`` hold one box axis per row)
-and the RGB-D sequence ``sequence/`` (``frame-XXXXXX.color.jpg``,
-``frame-XXXXXX.pose.txt`` camera-to-world 4x4 row-major in OpenCV axes, and
+and the RGB-D sequence ``sequence/`` (``frame-<6 digits>.color.jpg``,
+``frame-<6 digits>.pose.txt`` camera-to-world 4x4 row-major in OpenCV axes, and
 ``_info.txt`` with ``m_colorWidth``/``m_colorHeight`` and the row-major 4x4
 ``m_calibrationColorIntrinsic``). The mesh is already z-up in metres, so no
 axis change is needed.

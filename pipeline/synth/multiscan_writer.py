@@ -18,7 +18,7 @@
   timestamp keeps exactly frames ``0, 6, 12, ...`` - the synthetic frames.
 * ``<scan>.json``: recording metadata (colour stream frequency 60).
 
-Scan ids are ``scene_9XXXX_YY`` for ``synthXXXX_YY``, above MultiScan's real
+Scan ids are ``scene_9NNNN_MM`` for ``synthNNNN_MM``, above MultiScan's real
 range. ``<scan>.scan2qa_truth.json`` carries the exact truth.
 """
 

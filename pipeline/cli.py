@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from pipeline.errors import ConfigError, ScanError
+from pipeline.errors import ConfigError, ScanError, TableError
 
 # command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv[1:])
     try:
         return int(module.run(args) or 0)
-    except (ScanError, ConfigError, FileNotFoundError) as exc:
+    except (ScanError, ConfigError, TableError, FileNotFoundError) as exc:
         print(f"scan2qa {name}: error: {exc}", file=sys.stderr)
         return 1
 

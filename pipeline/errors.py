@@ -19,3 +19,7 @@ class ScanError(Exception):
 
 class ConfigError(Exception):
     """A configuration value that cannot be used."""
+
+
+class TableError(Exception):
+    """A stored table that cannot be read or does not match its schema: ``"<path>: <problem>"``."""

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 from pipeline import schemas
+from pipeline.errors import TableError
 
 
 def upath(uri: str | os.PathLike, storage_options: dict[str, Any] | None = None) -> UPath:
@@ -63,7 +64,18 @@ def write_table(path: UPath, table_name: str, df: pl.DataFrame) -> None:
 
 
 def read_table(path: UPath, table_name: str | None = None) -> pl.DataFrame:
-    with path.open("rb") as fh:
-        table = pq.read_table(fh)
+    """Read a Parquet table (conformed to its schema when named); unreadable files are a one-line TableError."""
+    try:
+        with path.open("rb") as fh:
+            table = pq.read_table(fh)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError
+        raise TableError(f"{path}: not a readable Parquet table ({str(exc).splitlines()[0]})") from None
     df = pl.from_arrow(table)
-    return schemas.conform(table_name, df) if table_name else df
+    if not table_name:
+        return df
+    try:
+        return schemas.conform(table_name, df)
+    except (ValueError, pl.exceptions.PolarsError) as exc:
+        raise TableError(f"{path}: does not match the {table_name!r} schema: {str(exc).splitlines()[0]}") from None

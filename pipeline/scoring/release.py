@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline import schemas, storage
-from pipeline.errors import ScanError
+from pipeline.errors import ScanError, TableError
 
 
 @dataclass
@@ -46,7 +46,7 @@ def load_release(root: str | Path) -> Release:
         raise ScanError("release", str(table), "no qa table: a release folder holds tables/qa.parquet")
     try:
         qa = storage.read_table(storage.upath(table), "qa")
-    except ValueError as exc:
+    except (ValueError, TableError) as exc:
         raise ScanError("release", str(table), f"not a qa table: {str(exc).splitlines()[0]}") from None
     return Release(root=root, qa=qa.sort("id"))
 

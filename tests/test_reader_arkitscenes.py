@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from pipeline.config import Config, FramesConfig
-from pipeline.errors import ScanError
 from pipeline.readers import detect_dataset, read_scan
 from pipeline.readers.arkitscenes import (
     SKY_ROTATION,
@@ -27,6 +26,7 @@ from pipeline.synth.scannet_writer import TRUTH_SUFFIX, write_scannet
 from pipeline.synth.scene import generate_scene
 from pipeline.video import rotate_image, scan_video_size
 from tests.box_checks import box_error, sorted_corners
+from tests.reader_errors import edit_json, scan_error
 
 SEED = 11
 FRAMES = 3
@@ -157,34 +157,23 @@ def scene_copy(written, tmp_path):
 
 
 def _edit_annotation(folder, change):
-    path = folder / annotation_name(folder.name)
-    data = json.loads(path.read_text())
-    change(data)
-    path.write_text(json.dumps(data))
-
-
-def _error(folder, config) -> str:
-    with pytest.raises(ScanError) as info:
-        read_scan(str(folder), config)
-    message = str(info.value)
-    assert "\n" not in message
-    return message
+    edit_json(folder / annotation_name(folder.name), change)
 
 
 def test_missing_obb_is_a_scan_error(scene_copy, written):
     _edit_annotation(scene_copy, lambda d: d["data"][2]["segments"].pop("obbAligned"))
-    message = _error(scene_copy, written["config"])
+    message = scan_error(scene_copy, written["config"])
     assert annotation_name(scene_copy.name) in message and "data[2].segments lacks obbAligned" in message
 
 
 def test_corrupt_annotation_json_is_a_scan_error(scene_copy, written):
     (scene_copy / annotation_name(scene_copy.name)).write_text('{"data": [{')
-    assert annotation_name(scene_copy.name) in _error(scene_copy, written["config"])
+    assert annotation_name(scene_copy.name) in scan_error(scene_copy, written["config"])
 
 
 def test_wrong_shape_axes_is_a_scan_error(scene_copy, written):
     _edit_annotation(scene_copy, lambda d: d["data"][0]["segments"]["obbAligned"]["normalizedAxes"].append(0.0))
-    message = _error(scene_copy, written["config"])
+    message = scan_error(scene_copy, written["config"])
     assert "data[0].segments.obbAligned.normalizedAxes has 10 values" in message
 
 
@@ -193,21 +182,21 @@ def test_short_trajectory_line_is_a_scan_error(scene_copy, written):
     lines = traj.read_text().splitlines()
     lines[1] = " ".join(lines[1].split()[:6])
     traj.write_text("\n".join(lines) + "\n")
-    message = _error(scene_copy, written["config"])
+    message = scan_error(scene_copy, written["config"])
     assert "lowres_wide.traj" in message and "line 2 has 6 values" in message
 
 
 def test_bad_pincam_is_a_scan_error(scene_copy, written):
     pincam = sorted((scene_copy / frames_dir(scene_copy.name) / "lowres_wide_intrinsics").glob("*.pincam"))[0]
     pincam.write_text("480 640 525.0 525.0 239.5\n")
-    message = _error(scene_copy, written["config"])
+    message = scan_error(scene_copy, written["config"])
     assert pincam.name in message and "'w h fx fy cx cy'" in message
 
 
 def test_bad_sky_direction_is_a_scan_error(scene_copy, written):
     metadata = scene_copy.parent / "metadata.csv"
     metadata.write_text(metadata.read_text().replace(",Left,", ",Sideways,"))
-    message = _error(scene_copy, written["config"])
+    message = scan_error(scene_copy, written["config"])
     assert "metadata.csv" in message and "sky_direction 'Sideways'" in message
 
 

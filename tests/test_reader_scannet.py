@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from pipeline.config import Config
-from pipeline.errors import ScanError
 from pipeline.geometry.obb import gravity_aligned_obb, is_rotation_about_z
 from pipeline.readers import checksum, detect_dataset, read_scan
 from pipeline.readers.scannet import aggregation_version
 from tests.scannet_factory import SCENE, V1_MAP, linked_fixture, make_box_room, replace_file, write_frames
+from tests.reader_errors import scan_error
 
 KEY = f"scannet/{SCENE}"
 
@@ -164,7 +164,7 @@ def test_stream_fps_from_metadata(tmp_path):
     assert [f.timestamp for f in parsed.frames] == pytest.approx([0.0, 0.1, 0.2, 0.3])
     assert parsed.source_fps == 10.0
     meta.write_text(meta.read_text() + "fps = fast\n")
-    assert "fps must be a positive number" in _scan_error(folder)
+    assert "fps must be a positive number" in scan_error(folder)
 
 
 def test_sens_preferred_over_stream(tmp_path):
@@ -224,19 +224,11 @@ def test_objects_without_vertices_are_kept_in_the_parse(tmp_path):
 # ---- bad input: one line naming scan and file ----
 
 
-def _scan_error(folder, config=None) -> str:
-    with pytest.raises(ScanError) as err:
-        read_scan(folder, config or Config())
-    message = str(err.value)
-    assert "\n" not in message
-    return message
-
-
 def test_missing_aggregation(tmp_path, fixtures_dir):
     folder = linked_fixture(tmp_path, fixtures_dir)
     (folder / f"{SCENE}.aggregation.json").unlink()
     (folder / f"{SCENE}_vh_clean.aggregation.json").unlink()
-    message = _scan_error(folder)
+    message = scan_error(folder)
     assert message.startswith(f"{KEY}: {SCENE}.aggregation.json: missing aggregation")
 
 
@@ -244,7 +236,7 @@ def test_truncated_ply(tmp_path, fixtures_dir):
     folder = linked_fixture(tmp_path, fixtures_dir)
     data = (fixtures_dir / "scannet" / SCENE / f"{SCENE}_vh_clean_2.ply").read_bytes()
     replace_file(folder, f"{SCENE}_vh_clean_2.ply", data[: len(data) // 2])
-    assert _scan_error(folder).startswith(f"{KEY}: {SCENE}_vh_clean_2.ply: ")
+    assert scan_error(folder).startswith(f"{KEY}: {SCENE}_vh_clean_2.ply: ")
 
 
 def test_unknown_segments(tmp_path, fixtures_dir):
@@ -252,7 +244,7 @@ def test_unknown_segments(tmp_path, fixtures_dir):
     agg, _ = _segments(fixtures_dir)
     agg["segGroups"][3]["segments"].append(99999999)
     replace_file(folder, f"{SCENE}.aggregation.json", json.dumps(agg))
-    message = _scan_error(folder)
+    message = scan_error(folder)
     assert message.startswith(f"{KEY}: {SCENE}.aggregation.json: segGroup 3")
     assert "99999999" in message and "absent from segs.json" in message
 
@@ -263,7 +255,7 @@ def test_segment_count_mismatch(tmp_path):
     segs = json.loads(segs_path.read_text())
     segs["segIndices"] = segs["segIndices"][:-5]
     segs_path.write_text(json.dumps(segs))
-    assert "segIndices for" in _scan_error(folder)
+    assert "segIndices for" in scan_error(folder)
 
 
 @pytest.mark.parametrize(
@@ -278,36 +270,36 @@ def test_segment_count_mismatch(tmp_path):
 def test_unreadable_metadata(tmp_path, fixtures_dir, text):
     folder = linked_fixture(tmp_path, fixtures_dir)
     replace_file(folder, f"{SCENE}.txt", text)
-    assert _scan_error(folder).startswith(f"{KEY}: {SCENE}.txt: ")
+    assert scan_error(folder).startswith(f"{KEY}: {SCENE}.txt: ")
 
 
 def test_missing_label_map(tmp_path, fixtures_dir):
     folder = linked_fixture(tmp_path, fixtures_dir, label_maps=())
-    message = _scan_error(folder)
+    message = scan_error(folder)
     assert message.startswith(f"{KEY}: scannetv2-labels.combined.tsv: label map not found")
     assert str(folder.parent / "scannetv2-labels.combined.tsv") in message
     assert str(folder.parent / "scannet-labels.combined.tsv") in message
-    missing = _scan_error(folder, Config(label_map=str(tmp_path / "nope.tsv")))
+    missing = scan_error(folder, Config(label_map=str(tmp_path / "nope.tsv")))
     assert "nope.tsv" in missing and "config.label_map" in missing
 
 
 def test_missing_colour_image_in_stream(tmp_path):
     folder = make_box_room(tmp_path, frames="stream", n_frames=3)
     (folder / "color" / "1.jpg").unlink()
-    assert "color/1.jpg" in _scan_error(folder)
+    assert "color/1.jpg" in scan_error(folder)
 
 
 def test_missing_pose_file_in_stream(tmp_path):
     folder = make_box_room(tmp_path, frames="stream", n_frames=3)
     (folder / "pose" / "1.txt").unlink()
-    message = _scan_error(folder)
+    message = scan_error(folder)
     assert "pose/1.txt" in message and "pose file missing" in message and "\n" not in message
 
 
 def test_unreadable_pose_file(tmp_path):
     folder = make_box_room(tmp_path, frames="stream", n_frames=3)
     (folder / "pose" / "2.txt").write_text("1 2 3\n")
-    assert _scan_error(folder).endswith("2.txt: expected 16 numbers, found 3")
+    assert scan_error(folder).endswith("2.txt: expected 16 numbers, found 3")
 
 
 # ---- object storage ----

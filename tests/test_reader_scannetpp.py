@@ -10,7 +10,6 @@ import polars as pl
 import pytest
 
 from pipeline.config import Config
-from pipeline.errors import ScanError
 from pipeline.readers import detect_dataset, read_scan
 from pipeline.readers.scannetpp import ANNOTATION_PATH, MESH_PATH, POSES_PATH, SEGMENTS_PATH
 from pipeline.scene_tables import scene_tables
@@ -18,6 +17,7 @@ from pipeline.synth.scannet_writer import TRUTH_SUFFIX, write_scannet
 from pipeline.synth.scannetpp_writer import VIDEO_NAME, write_scannetpp
 from pipeline.synth.scene import generate_scene
 from tests.box_checks import box_error, sorted_corners
+from tests.reader_errors import edit_json, scan_error
 
 SEED = 11
 FRAMES = 3
@@ -130,50 +130,36 @@ def scene_copy(written, tmp_path):
     return dst
 
 
-def _edit_json(path, change):
-    data = json.loads(path.read_text())
-    change(data)
-    path.write_text(json.dumps(data))
-
-
-def _error(folder, config) -> str:
-    with pytest.raises(ScanError) as info:
-        read_scan(str(folder), config)
-    message = str(info.value)
-    assert "\n" not in message
-    return message
-
-
 def test_missing_seg_indices_is_a_scan_error(scene_copy, written):
-    _edit_json(scene_copy / SEGMENTS_PATH, lambda d: d.pop("segIndices"))
-    message = _error(scene_copy, written["config"])
+    edit_json(scene_copy / SEGMENTS_PATH, lambda d: d.pop("segIndices"))
+    message = scan_error(scene_copy, written["config"])
     assert SEGMENTS_PATH in message and "segIndices" in message
 
 
 def test_corrupt_annotation_json_is_a_scan_error(scene_copy, written):
     (scene_copy / ANNOTATION_PATH).write_text('{"segGroups": [')
-    assert ANNOTATION_PATH in _error(scene_copy, written["config"])
+    assert ANNOTATION_PATH in scan_error(scene_copy, written["config"])
 
 
 def test_annotation_without_label_is_a_scan_error(scene_copy, written):
-    _edit_json(scene_copy / ANNOTATION_PATH, lambda d: d["segGroups"][3].pop("label"))
-    message = _error(scene_copy, written["config"])
+    edit_json(scene_copy / ANNOTATION_PATH, lambda d: d["segGroups"][3].pop("label"))
+    message = scan_error(scene_copy, written["config"])
     assert ANNOTATION_PATH in message and "segGroups[3] lacks label" in message
 
 
 def test_wrong_shape_obb_axes_is_a_scan_error(scene_copy, written):
-    _edit_json(scene_copy / ANNOTATION_PATH, lambda d: d["segGroups"][0]["obb"]["normalizedAxes"].pop())
-    message = _error(scene_copy, written["config"])
+    edit_json(scene_copy / ANNOTATION_PATH, lambda d: d["segGroups"][0]["obb"]["normalizedAxes"].pop())
+    message = scan_error(scene_copy, written["config"])
     assert ANNOTATION_PATH in message and "segGroups[0].obb.normalizedAxes has 8 values" in message
 
 
 def test_wrong_shape_pose_is_a_scan_error(scene_copy, written):
-    _edit_json(scene_copy / POSES_PATH, lambda d: d["frame_000007"]["aligned_pose"].pop())
-    message = _error(scene_copy, written["config"])
+    edit_json(scene_copy / POSES_PATH, lambda d: d["frame_000007"]["aligned_pose"].pop())
+    message = scan_error(scene_copy, written["config"])
     assert POSES_PATH in message and "frame_000007.aligned_pose has 12 values" in message
 
 
 def test_missing_intrinsic_is_a_scan_error(scene_copy, written):
-    _edit_json(scene_copy / POSES_PATH, lambda d: d["frame_000002"].pop("intrinsic"))
-    message = _error(scene_copy, written["config"])
+    edit_json(scene_copy / POSES_PATH, lambda d: d["frame_000002"].pop("intrinsic"))
+    message = scan_error(scene_copy, written["config"])
     assert POSES_PATH in message and "frame_000002 lacks intrinsic" in message

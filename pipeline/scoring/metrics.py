@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import polars as pl
 
+from pipeline.scoring.parsing import finite_float
+
 # The harnesses build these with np.linspace(.5, .95, int((.95-.5)/.05 + 2)), which yields exactly ten values.
 MRA_THRESHOLDS: np.ndarray = np.linspace(0.50, 0.95, 10)
 
@@ -155,16 +157,8 @@ def overall_score(tasks: dict[str, float | None]) -> float | None:
     return mean_or_none(tasks.values())
 
 
-def _answer_number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
-
-
 def _number_or_nan(text: str) -> float:
-    value = _answer_number(text)
+    value = finite_float(text)
     return math.nan if value is None else value
 
 
@@ -175,7 +169,7 @@ def _mode_answer(answers: list[str], numeric: bool) -> str:
         counts[answer] = counts.get(answer, 0) + 1
 
     def tie_key(answer: str):
-        number = _answer_number(answer) if numeric else None
+        number = finite_float(answer) if numeric else None
         return (-counts[answer], number if number is not None else math.inf, answer)
 
     return min(counts, key=tie_key)
@@ -187,7 +181,7 @@ def score_constant_answer(question_type: str, answer: str, ground_truths: Sequen
     if not ground_truths:
         return None
     if kind == "nq":
-        guess = _answer_number(answer)
+        guess = finite_float(answer)
         return float(np.mean([mean_relative_accuracy(guess, _number_or_nan(gt)) for gt in ground_truths]))
     if kind in ("mcq", "yesno"):
         return float(np.mean([answer.strip().lower() == gt.strip().lower() for gt in ground_truths]))
@@ -238,7 +232,7 @@ def frequency_baseline(qa_df: pl.DataFrame, by: Sequence[str] = DEFAULT_BASELINE
 
 def numeric_answer_range(ground_truths: Sequence[str]) -> tuple[float, float, bool]:
     """(low, high, integer) of a type's numeric answers: the range random guesses are drawn from."""
-    values = [v for v in (_answer_number(gt) for gt in ground_truths) if v is not None]
+    values = [v for v in (finite_float(gt) for gt in ground_truths) if v is not None]
     if not values:
         return 0.0, 0.0, True
     integer = all(float(v).is_integer() for v in values)

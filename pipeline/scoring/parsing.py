@@ -51,7 +51,8 @@ def _option_texts(options: Sequence[str] | None) -> dict[str, str]:
     return texts
 
 
-def _finite_float(text: str) -> float | None:
+def finite_float(text: str) -> float | None:
+    """The number a plain numeric string holds, or None (also for nan/inf)."""
     try:
         value = float(text)
     except (TypeError, ValueError):
@@ -199,7 +200,7 @@ def _robust_number(reply: str, question_type: str) -> Parsed:
     for candidate in candidates:
         match = _NUMBER_WITH_UNIT.search(candidate)
         if match:
-            value = _finite_float(match.group(1))
+            value = finite_float(match.group(1))
             if value is None:
                 continue
             scale, expected = _unit_scale(match.group(2)), _EXPECTED_UNIT.get(question_type)

@@ -1,21 +1,23 @@
 """Sensors: discover scans and request their runs; refresh dataset-wide assets after scan runs.
 
-The discovery cursor maps each scan key to the fingerprint of its file listing
-(``pipeline.discovery.scan_fingerprint``), so a tick requests runs only for
-scans that are new or whose files changed since the previous tick; run keys
-include the fingerprint, so a re-evaluated tick never launches a duplicate.
-Both sensors start running with the daemon (``dagster dev``): dropping a scan
-folder into the scans root is all it takes to build it.
+``scan_discovery`` runs one bounded step of ``pipeline.discovery.discovery_tick``
+per evaluation: it lists the scans root, fingerprints new scans and the next
+known ones in a rotation kept in the cursor (at most
+``discovery.max_scans_per_tick`` scans or ``discovery.max_seconds_per_tick``
+seconds per tick, so a tick stays inside Dagster's evaluation limit however
+large the root is), and requests runs only for scans that are new or whose
+files changed. Run keys include the fingerprint, so a re-evaluated tick never
+launches a duplicate. Both sensors start running with the daemon (``dagster
+dev``): dropping a scan folder into the scans root is all it takes to build it.
 """
 
-import json
 from collections.abc import Sequence
 
 import dagster as dg
 
 from assets.jobs import DATASET_JOB, SCAN_JOB, dataset_wide_keys
 from assets.partitions import scan_partitions
-from pipeline.discovery import discover_scans, scan_fingerprint
+from pipeline.discovery import DiscoveryState, discovery_tick
 from resources.storage import StorageResource
 
 ACTIVE_STATUSES = [
@@ -35,19 +37,25 @@ ACTIVE_STATUSES = [
 )
 def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SensorResult:
     config = storage.config()
-    scans = discover_scans(config.scans_root, config.storage_options)
-    previous: dict[str, str] = json.loads(context.cursor) if context.cursor else {}
+    tick = discovery_tick(
+        config.scans_root,
+        config.storage_options,
+        DiscoveryState.from_cursor(context.cursor),
+        max_scans=config.discovery.max_scans_per_tick,
+        max_seconds=config.discovery.max_seconds_per_tick,
+    )
+    context.log.info(f"scan_discovery: {tick.summary()}")
     registered = set(context.instance.get_dynamic_partitions(scan_partitions.name))
-    fingerprints = {key: scan_fingerprint(uri, config.storage_options) for key, uri in scans}
-    new_keys = [key for key, _ in scans if key not in registered]
+    new_keys = [key for key, _ in tick.scans if key not in registered]
     run_requests = [
-        dg.RunRequest(partition_key=key, run_key=f"{key}@{fingerprints[key]}", tags={"scan2qa/source": uri})
-        for key, uri in scans
-        if previous.get(key) != fingerprints[key]
+        dg.RunRequest(partition_key=key, run_key=f"{key}@{fingerprint}", tags={"scan2qa/source": uri})
+        for key, uri, fingerprint in tick.changed
     ]
-    cursor = json.dumps(fingerprints, sort_keys=True)
+    cursor = tick.state.to_cursor()
     if not run_requests and not new_keys:
-        return dg.SensorResult(skip_reason=f"no new or changed scans under {config.scans_root}", cursor=cursor)
+        return dg.SensorResult(
+            skip_reason=f"no new or changed scans under {config.scans_root}: {tick.summary()}", cursor=cursor
+        )
     return dg.SensorResult(
         run_requests=run_requests,
         dynamic_partitions_requests=[scan_partitions.build_add_request(new_keys)] if new_keys else [],

@@ -42,6 +42,14 @@ class GateConfig:
 
 
 @dataclass
+class DiscoveryConfig:
+    # Work one scan_discovery tick may do (pipeline.discovery): scans fingerprinted, and a soft time limit
+    # after which no new fingerprint starts; both keep a tick well inside Dagster's 60 s evaluation limit.
+    max_scans_per_tick: int = 500
+    max_seconds_per_tick: float = 20.0
+
+
+@dataclass
 class Config:
     scans_root: str = "data/scans"
     output_root: str = "data/out"
@@ -54,6 +62,7 @@ class Config:
     gate: GateConfig = field(default_factory=GateConfig)
     reviews_path: str | None = None  # verdicts CSV; default <output_root>/reviews/verdicts.csv
     pinpointqa: dict[str, Any] = field(default_factory=dict)  # overrides of pipeline.pinpoint.config defaults
+    discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
 
     @property
     def tables_root(self) -> str:

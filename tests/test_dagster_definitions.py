@@ -1,7 +1,6 @@
 """The code location: definitions load, asset graph, jobs, discovery sensor and weekly schedule."""
 
 import datetime
-import json
 import os
 
 import dagster as dg
@@ -12,6 +11,7 @@ from assets.jobs import SCAN_JOB, per_scan_keys
 from assets.partitions import scan_partitions
 from assets.schedules import weekly_full_rebuild
 from assets.sensors import dataset_refresh, scan_discovery
+from pipeline.discovery import DiscoveryState
 from resources.storage import StorageResource
 from tests.real_scans import write_scan
 
@@ -66,7 +66,7 @@ def test_sensor_adds_new_scans_and_rerequests_only_changes(tmp_path):
     added = [k for r in first.dynamic_partitions_requests for k in r.partition_keys]
     assert added == ["synthetic/synth0000_00", "synthetic/synth0001_00"]
     assert [r.partition_key for r in first.run_requests] == added
-    assert sorted(json.loads(first.cursor)) == added
+    assert sorted(DiscoveryState.from_cursor(first.cursor).scans) == added
 
     unchanged = evaluate(instance, storage, first.cursor)
     assert not unchanged.run_requests and not unchanged.dynamic_partitions_requests

@@ -6,7 +6,7 @@
 * ``<scan>.annotations.json`` (the newer schema): ``objectId``, ``label``
   ``"<name_with_underscores>.<index>"``, ``partIds`` and the exact box as
   ``obb`` with *row* ``normalizedAxes``, ``min``/``max`` and ``up``/``front``.
-* ``<scan>.align.json``: a seeded ``coordinate_transform`` (column-major,
+* ``<scan>.align.json``: a seeded ``coordinate_transform`` (column-major, a quarter turn and shift,
   mesh frame -> ARKit world, y up) so that the camera stream is not already
   in the mesh frame.
 * ``<scan>.mp4`` at 60 fps with ``<scan>.jsonl``: one line per video frame,
@@ -25,7 +25,6 @@ range. ``<scan>.scan2qa_truth.json`` carries the exact truth.
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from pipeline.formats.ply import write_ply
 from pipeline.geometry.obb import normalized_axes_of
 from pipeline.seeding import rng as seeded_rng
 from pipeline.synth.label_map import write_label_map
+from pipeline.synth.lossless import quarter_turn
 from pipeline.synth.render import FrameRenderer
 from pipeline.synth.scannet_writer import LABEL_MAP_NAME, TRUTH_SUFFIX, truth_dict
 from pipeline.synth.scene import SynthScene
@@ -61,14 +61,9 @@ def hold_factor(scene: SynthScene) -> int:
 
 
 def mesh_to_arkit(scene: SynthScene) -> np.ndarray:
-    """Seeded yaw and shift, then z-up -> ARKit's y-up world."""
+    """Seeded quarter turn and shift (exact both ways, ``pipeline.synth.lossless``), then z-up -> ARKit's y-up world."""
     gen = seeded_rng(scene.seed, "synth", scene.scene_id, "multiscan-align")
-    yaw = float(gen.uniform(-math.pi, math.pi))
-    c, s = math.cos(yaw), math.sin(yaw)
-    move = np.eye(4)
-    move[:3, :3] = [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
-    move[:3, 3] = [gen.uniform(-3.0, 3.0), gen.uniform(-3.0, 3.0), gen.uniform(-1.5, -1.0)]
-    return Z_UP_TO_ARKIT_Y_UP @ move
+    return Z_UP_TO_ARKIT_Y_UP @ quarter_turn(gen, 3.0, (-1.5, -1.0))
 
 
 def _column_major(m: np.ndarray) -> list[float]:

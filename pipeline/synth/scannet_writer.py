@@ -40,6 +40,15 @@ def _matrix_text(m: np.ndarray) -> str:
     return "".join(" ".join(f"{v:f}" for v in row) + "\n" for row in np.asarray(m, dtype=float))
 
 
+def _pose_text(m: np.ndarray) -> str:
+    """A pose in ScanNet's row-per-line layout, each value with the digits that read back as the same float.
+
+    ScanNet's exporter prints 6 decimals; a synthetic pose needs all of its digits so that every layout
+    carries the same camera (see ``pipeline.synth.lossless``). Readers parse either.
+    """
+    return "".join(" ".join(repr(float(v) + 0.0) for v in row) + "\n" for row in np.asarray(m, dtype=float))
+
+
 def _flat(m: np.ndarray) -> str:
     return " ".join(f"{v:f}" for v in np.asarray(m, dtype=float).ravel())
 
@@ -210,7 +219,7 @@ def write_scannet(scene: SynthScene, out_dir, sens: bool = False, progress=None)
         frame = renderer.render(i)
         (folder / "color" / f"{i}.jpg").write_bytes(frame.color_jpeg())
         (folder / "depth" / f"{i}.png").write_bytes(frame.depth_png())
-        (folder / "pose" / f"{i}.txt").write_text(_matrix_text(stored_poses[i]))
+        (folder / "pose" / f"{i}.txt").write_text(_pose_text(stored_poses[i]))
         if progress is not None:
             progress(i + 1, n)
     if sens:

@@ -2,8 +2,10 @@
 
 Everything here is in the z-up world frame. The files written for it (see
 ``pipeline.synth.scannet_writer``) store mesh and poses in an unaligned frame
-(a seeded yaw and shift) plus the ``axisAlignment`` matrix that maps them back,
-as real ScanNet does.
+(a seeded quarter turn and shift) plus the ``axisAlignment`` matrix that maps
+them back, as real ScanNet does. Vertices and camera centres sit on the
+binary grid of ``pipeline.synth.lossless`` so that every layout stores them
+exactly.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pipeline.seeding import rng as seeded_rng
 from pipeline.synth.boxes import Box, mesh_box, parts_distance, union_box
 from pipeline.synth.camera import camera_walk
 from pipeline.synth.layout import Layout, furnish
+from pipeline.synth.lossless import quarter_turn, rigid_inverse, snap
 from pipeline.synth.rooms import build_shell
 from pipeline.synth.vocabulary import FURNITURE, SCENE_TYPES, SMALL_OBJECTS, STRUCTURAL_LABELS, STRUCTURE_COLORS
 
@@ -62,7 +65,7 @@ class SynthScene:
     height: int = HEIGHT
     fps: float = FPS
     segments: np.ndarray | None = None  # (V,) per-vertex segment id (a vertex index, as ScanNet's are)
-    poses_stored: np.ndarray | None = None  # (F, 4, 4) as written to pose/<i>.txt (unaligned frame, 6 decimals)
+    poses_stored: np.ndarray | None = None  # (F, 4, 4) as written to pose/<i>.txt (unaligned frame)
     room_plans: dict[str, tuple[str, object]] = field(default_factory=dict)  # room name -> (kind, interior polygon)
 
     def stored_poses(self) -> np.ndarray:
@@ -71,7 +74,7 @@ class SynthScene:
     @property
     def unalignment(self) -> np.ndarray:
         """world -> stored frame."""
-        return np.linalg.inv(self.axis_alignment)
+        return rigid_inverse(self.axis_alignment)
 
     def vertex_indices(self, object_id: int) -> np.ndarray:
         start, stop = self.object_vertex_ranges[object_id]
@@ -177,21 +180,16 @@ def _assemble(layout: Layout, rng: np.random.Generator):
                 under_id=laid.under,
             )
         )
-    mesh = Mesh(np.concatenate(verts), np.concatenate(tris).astype(np.int32), np.concatenate(cols), np.concatenate(tri_ids))
+    mesh = Mesh(snap(np.concatenate(verts)), np.concatenate(tris).astype(np.int32), np.concatenate(cols), np.concatenate(tri_ids))
     return objects, mesh, ranges, np.concatenate(segs)
 
 
 def _axis_alignment(rng: np.random.Generator) -> np.ndarray:
-    """stored -> world, the inverse of a seeded yaw and shift (what ScanNet's axisAlignment undoes).
+    """stored -> world, the inverse of a seeded quarter turn and shift (what ScanNet's axisAlignment undoes).
 
-    Rounded to the 6 decimals ``<scene>.txt`` holds, so the matrix in memory is the one a reader parses.
+    Its entries are 0, +-1 and multiples of 1/64, so the 6 decimals of ``<scene>.txt`` hold it exactly.
     """
-    yaw = float(rng.uniform(-math.pi, math.pi))
-    c, s = math.cos(yaw), math.sin(yaw)
-    unalign = np.eye(4)
-    unalign[:3, :3] = [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
-    unalign[:3, 3] = [rng.uniform(-4.0, 4.0), rng.uniform(-4.0, 4.0), rng.uniform(-0.1, 0.1)]
-    return np.round(np.linalg.inv(unalign), 6)
+    return rigid_inverse(quarter_turn(rng, 4.0, (-0.1, 0.1)))
 
 
 def generate_scene(seed: int, scene_index: int, frames: int = 300) -> SynthScene:
@@ -202,10 +200,10 @@ def generate_scene(seed: int, scene_index: int, frames: int = 300) -> SynthScene
     layout = furnish(shell, layout_rng)
     objects, mesh, ranges, segments = _assemble(layout, seeded_rng(seed, "synth", scene_id, "colour"))
     walk = camera_walk(layout.free_space, shell.rooms, frames, seeded_rng(seed, "synth", scene_id, "camera"))
+    walk[:, :3, 3] = snap(walk[:, :3, 3])
     alignment = _axis_alignment(seeded_rng(seed, "synth", scene_id, "alignment"))
-    # Poses are written with 6 decimals in the unaligned frame; the world poses kept (and rendered) are exactly
-    # what a reader recovers from those files, so frames and files agree.
-    stored = np.round(np.linalg.inv(alignment) @ walk, 6)
+    # A quarter turn and a grid shift: the unaligned poses are exact, and turning them back gives the walk itself.
+    stored = rigid_inverse(alignment) @ walk
     poses = alignment @ stored
     rooms = [Room(shell.scene_polygon, "scene", "annotated")]
     main = max(shell.rooms, key=lambda r: r.polygon.area)

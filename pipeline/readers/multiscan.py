@@ -43,14 +43,8 @@ from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames import output_size
 from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
-from pipeline.readers.rscan import (
-    labelled_object,
-    members_by_owner,
-    optional_label_map,
-    read_json,
-    resized,
-    sky_up_rotation,
-)
+from pipeline.readers.label_lookup import labelled_object, optional_label_map
+from pipeline.readers.rscan import members_by_owner, read_json, resized, sky_up_rotation
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, dropped_pose_warnings
 
 DATASET = "multiscan"

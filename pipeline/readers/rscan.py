@@ -20,8 +20,8 @@ The images are stored rotated (the sensor was held sideways); poses and
 intrinsics describe the stored image, and ``image_rotation`` says how to turn
 it sky-up, read from where world-up points in the images.
 
-The helpers ``optional_label_map``, ``labelled_object`` and ``sky_up_rotation``
-are shared with the MultiScan reader.
+The helpers ``members_by_owner``, ``read_json``, ``resized`` and
+``sky_up_rotation`` are shared with the MultiScan reader.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames import output_size
 from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
-from pipeline.readers.labels import LABEL_MAP_FILENAMES, LabelMap
-from pipeline.readers.scannet import load_label_map, triangle_owner
+from pipeline.readers.label_lookup import labelled_object, optional_label_map
+from pipeline.readers.scannet import triangle_owner
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
 
 DATASET = "3rscan"
@@ -57,38 +57,6 @@ def is_rscan_scan(folder) -> bool:
 
 
 # --- helpers shared with the MultiScan reader -------------------------------------------------
-
-
-def optional_label_map(folder: Path, config: Config, key: str) -> tuple[LabelMap | None, Path | None]:
-    """The ScanNet-style label map of ``config.label_map`` or the scans root, if any.
-
-    3RScan and MultiScan have their own vocabularies; passing their raw labels
-    through the same map as ScanNet's (when one is present) gives every dataset
-    the same categories, and an unmapped label keeps its raw name.
-    """
-    candidates = [Path(config.label_map)] if config.label_map else [folder.parent / n for n in LABEL_MAP_FILENAMES]
-    for path in candidates:
-        if path.exists():
-            return load_label_map(path, key), path
-    if config.label_map:
-        raise ScanError(key, str(config.label_map), "label map (config.label_map) not found")
-    return None, None
-
-
-def labelled_object(
-    object_id: int, raw: str, vertex_indices: np.ndarray | None, box: OrientedBox | None, label_map: LabelMap | None
-) -> SceneObject:
-    info = label_map.lookup(raw) if label_map is not None else None
-    return SceneObject(
-        object_id=int(object_id),
-        raw_label=raw,
-        vertex_indices=vertex_indices,
-        box=box,
-        category=info.category if info else raw,
-        nyu40_id=info.nyu40_id if info else None,
-        scannet200_id=info.scannet200_id if info else None,
-        label_mapped=info is not None,
-    )
 
 
 def members_by_owner(owner: np.ndarray) -> dict[int, np.ndarray]:

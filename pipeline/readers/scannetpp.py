@@ -15,7 +15,8 @@ toolkit back-projects pixels with ``K^-1 [u, v, 1] * depth`` and multiplies by
 ``aligned_pose`` directly, so ``aligned_pose`` is already in OpenCV camera axes
 (x right, y down, z forward) and needs no ARKit/OpenGL flip.
 
-Labels are open vocabulary: the category is the raw label, unmapped. Objects
+Labels are free text; with a ScanNet label map at hand they get ScanNet's
+categories (``pipeline.readers.label_lookup``), else the raw label. Objects
 keep their vertices and no box, so ``scene_tables`` computes the same
 gravity-aligned box for them as for ScanNet (ReVSI B.3 prefers it to the
 dataset's free OBBs, which tilt on noisy masks); the annotated ``obb`` is
@@ -38,6 +39,7 @@ from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames import output_size
 from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
+from pipeline.readers.label_lookup import apply_label_map, optional_label_map
 from pipeline.readers.scannet import group_vertices, triangle_owner
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
 from pipeline.video import VideoFrameSource
@@ -226,6 +228,8 @@ def read_scannetpp(folder: Path, config: Config, *, source_uri: str | None = Non
     except (PlyFormatError, OSError) as exc:
         raise ScanError(key, MESH_PATH, str(exc)) from None
     objects, vertex_owner, warnings = read_objects(folder, key, len(ply.vertices))
+    label_map, label_map_path = optional_label_map(folder, config, key)
+    apply_label_map(objects, label_map)
     mesh = Mesh(
         vertices=ply.vertices,
         triangles=ply.triangles,
@@ -260,4 +264,5 @@ def read_scannetpp(folder: Path, config: Config, *, source_uri: str | None = Non
         load_image=load_image,
     )
     files = [folder / MESH_PATH, folder / SEGMENTS_PATH, folder / ANNOTATION_PATH, *frame_files]
+    files += [label_map_path] if label_map_path else []
     return parsed, files

@@ -28,7 +28,8 @@ from pipeline.formats.ply import write_ply
 from pipeline.geometry.obb import normalized_axes_of
 from pipeline.readers.scannetpp import ANNOTATION_PATH, IPHONE_FPS, MESH_PATH, POSES_PATH, SEGMENTS_PATH
 from pipeline.synth.render import FrameRenderer
-from pipeline.synth.scannet_writer import TRUTH_SUFFIX, truth_dict
+from pipeline.synth.label_map import write_label_map
+from pipeline.synth.scannet_writer import LABEL_MAP_NAME, TRUTH_SUFFIX, truth_dict
 from pipeline.synth.scene import SynthScene
 from pipeline.video import VideoWriter
 
@@ -84,10 +85,11 @@ def _pose_entries(scene: SynthScene, repeats: int) -> dict:
 
 
 def write_scannetpp(scene: SynthScene, out_dir, progress=None) -> Path:
-    """Write one scan under ``out_dir/<scene_id>/``; returns the scene folder."""
+    """Write one scan under ``out_dir/<scene_id>/`` (and the label map at ``out_dir``); returns the scene folder."""
     folder = Path(out_dir) / scene.scene_id
     (folder / "scans").mkdir(parents=True, exist_ok=True)
     (folder / "iphone").mkdir(parents=True, exist_ok=True)
+    write_label_map(Path(out_dir) / LABEL_MAP_NAME)
     mesh = scene.mesh
     write_ply(folder / MESH_PATH, mesh.vertices, mesh.triangles, mesh.colors, comment=None, alpha=False)
     segments = {"sceneId": scene.scene_id, "segIndices": [int(s) for s in scene.segments]}

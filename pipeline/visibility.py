@@ -31,6 +31,7 @@ from pipeline.config import Config
 from pipeline.errors import ConfigError, ScanError
 from pipeline.frames import ALL, all_frame_table, output_size, scale_intrinsics
 from pipeline.geometry.raycast import CameraRays, MeshRaycaster
+from pipeline.geometry.turned_camera import turned_intrinsics, turned_pose
 from pipeline.scene import Mesh
 
 RULE_FRACTION = "fraction"
@@ -111,22 +112,6 @@ def frame_objects(codes: np.ndarray, background: int) -> FrameObjects:
     )
 
 
-def rotate_bbox(
-    x_min: np.ndarray, y_min: np.ndarray, x_max: np.ndarray, y_max: np.ndarray, width: int, height: int, degrees: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Boxes of a ``width`` x ``height`` image after rotating the image ``degrees`` clockwise."""
-    d = degrees % 360
-    if d == 0:
-        return x_min, y_min, x_max, y_max
-    if d == 90:  # (x, y) -> (H-1-y, x)
-        return height - 1 - y_max, x_min, height - 1 - y_min, x_max
-    if d == 180:  # (x, y) -> (W-1-x, H-1-y)
-        return width - 1 - x_max, height - 1 - y_max, width - 1 - x_min, height - 1 - y_min
-    if d == 270:  # (x, y) -> (y, W-1-x)
-        return y_min, width - 1 - x_max, y_max, width - 1 - x_min
-    raise ValueError(f"image rotation must be a multiple of 90 degrees, got {degrees}")
-
-
 def _matrix(values, shape: tuple[int, int]) -> np.ndarray:
     return np.asarray(values, dtype=np.float64).reshape(shape)
 
@@ -159,9 +144,11 @@ def compute_visibility(
     Renders every all-frame frame at the output video size (640x480 or 480x640
     by orientation) with the frame's intrinsics rescaled to it. With
     ``resolution_scale`` < 1 (default from config) a reduced grid is cast and
-    pixel counts are rescaled to the full frame. ``bbox`` is in the pixel
-    coordinates of the written video, i.e. after ``image_rotation`` (degrees
-    clockwise to sky-up). Frames whose pose is not finite are never cast.
+    pixel counts are rescaled to the full frame. Rays are cast for the sky-up
+    camera (the stored one turned by ``image_rotation``, degrees clockwise), so
+    ``bbox`` is in the pixel coordinates of the written video and a scan stored
+    sideways sees exactly what the same scan stored sky-up sees. Frames whose
+    pose is not finite are never cast.
     """
     config = config or Config()
     scale = config.visibility.resolution_scale if resolution_scale is None else resolution_scale
@@ -191,16 +178,15 @@ def compute_visibility(
         if cam is None:
             out_w, out_h = output_size(width, height, config.frames)
             K = scale_intrinsics(_matrix(k_values, (3, 3)), (width, height), (out_w, out_h))
+            K, out_w, out_h = turned_intrinsics(K, out_w, out_h, image_rotation)
             cam = cameras[cam_key] = CameraRays(K, out_w, out_h, scale)
-        triangle_ids = raycaster.cast_triangle_ids(cam.rays(pose))
+        triangle_ids = raycaster.cast_triangle_ids(cam.rays(turned_pose(pose, image_rotation)))
         codes = codes_lut[triangle_ids].reshape(cam.grid_height, cam.grid_width)
         parts.append((frame_index, frame_objects(codes, lookup.background), cam))
-    return _visibility_table(key, parts, lookup, image_rotation)
+    return _visibility_table(key, parts, lookup)
 
 
-def _visibility_table(
-    key: str, parts: list[tuple[int, FrameObjects, CameraRays]], lookup: TriangleObjects, image_rotation: int
-) -> pl.DataFrame:
+def _visibility_table(key: str, parts: list[tuple[int, FrameObjects, CameraRays]], lookup: TriangleObjects) -> pl.DataFrame:
     if not parts:
         return schemas.empty("visibility")
     cols: dict[str, list[np.ndarray]] = {n: [] for n in ("frame", "obj", "px", "frac", "x0", "y0", "x1", "y1")}
@@ -215,7 +201,6 @@ def _visibility_table(
         y0 = np.floor(fo.y_min * sy + 1e-9).astype(np.int64)
         x1 = np.ceil((fo.x_max + 1) * sx - 1e-9).astype(np.int64) - 1
         y1 = np.ceil((fo.y_max + 1) * sy - 1e-9).astype(np.int64) - 1
-        x0, y0, x1, y1 = rotate_bbox(x0, y0, x1, y1, cam.width, cam.height, image_rotation)
         cols["frame"].append(np.full(n, frame_index, dtype=np.int64))
         cols["obj"].append(lookup.object_ids[fo.codes])
         cols["px"].append(np.rint(fo.counts * (cam.width * cam.height / grid_pixels)).astype(np.int64))

@@ -12,7 +12,7 @@ import pytest
 from pipeline.config import Config
 from pipeline.geometry.obb import gravity_aligned_obb
 from pipeline.readers import detect_dataset, read_scan
-from pipeline.readers.arkitscenes import rotated_camera
+from pipeline.geometry.turned_camera import rotated_camera
 from pipeline.readers.rscan import read_seg_groups
 from pipeline.scene_tables import scene_tables
 from pipeline.formats.ply import write_ply

@@ -10,17 +10,21 @@ import numpy as np
 import pytest
 
 from pipeline.config import Config, FramesConfig
+from pipeline.geometry.obb import gravity_aligned_obb
 from pipeline.readers import detect_dataset, read_scan
+from pipeline.geometry.turned_camera import rotated_camera
 from pipeline.readers.arkitscenes import (
+    ARKitObject,
+    triangles_in_boxes,
     SKY_ROTATION,
     annotation_name,
     frames_dir,
     mesh_name,
     read_sky_directions,
-    rotated_camera,
 )
 from pipeline.scene_tables import scene_tables
-from pipeline.synth.arkitscenes_writer import rigid_pose, write_arkitscenes
+from pipeline.synth.arkitscenes_writer import write_arkitscenes
+from pipeline.synth.boxes import Box, mesh_box
 from pipeline.synth.render import FrameRenderer
 from pipeline.synth.scannet_writer import TRUTH_SUFFIX, write_scannet
 from pipeline.synth.scene import generate_scene
@@ -97,14 +101,50 @@ def test_objects_are_the_annotated_boxes_within_1cm(written):
     for obj in parsed.objects:
         assert obj.raw_label == truth[obj.object_id]["label"] == obj.category
         assert box_error(obj.box.center, obj.box.extent, obj.box.rotation, truth[obj.object_id]["box"]) <= 0.01
-        np.testing.assert_allclose(obj.box.rotation, truth[obj.object_id]["box"]["rotation"], atol=1e-9)
+        # The writer annotates the gravity-aligned box of the object's vertices: read back bit for bit.
+        fitted = gravity_aligned_obb(written["scene"].mesh.vertices[written["scene"].vertex_indices(obj.object_id)])
+        for got, expected in zip((obj.box.center, obj.box.extent, obj.box.rotation), (fitted.center, fitted.extent, fitted.rotation)):
+            assert np.array_equal(got, expected)
 
 
-def test_triangles_in_boxes_approximate_the_true_owners(written):
+def test_triangles_in_boxes_reproduce_the_true_owners(written):
+    """Box masks give the instance labels back, except on faces buried in the walls' and floor's slabs
+    (which no camera sees; the five-layout test checks visibility itself)."""
     owners = written["parsed"].mesh.triangle_object_ids
     true_owners = written["reference"].mesh.triangle_object_ids
     agreement = float(np.mean(owners == true_owners))
-    assert agreement >= 0.98, agreement
+    assert agreement >= 0.9999, agreement
+
+
+def _box_mesh(center, extent, owner_id, skip_bottom=False, yaw=0.0):
+    box = Box(center=tuple(center), extent=tuple(extent), yaw=yaw)
+    vertices, triangles = mesh_box(box, 0.05, skip_bottom=skip_bottom)
+    return vertices, triangles, np.full(len(triangles), owner_id), box
+
+
+def test_surfaces_touching_a_box_from_outside_are_not_its_object():
+    """Tabletop under a cup, floor under a sofa, wall behind a wardrobe: each faces into the tight box."""
+    parts = [
+        _box_mesh((0, 0, -0.05), (6, 6, 0.1), 0),  # floor slab
+        _box_mesh((0, 3.05, 1.2), (6, 0.1, 2.4), 1),  # wall
+        _box_mesh((0, 0, 0.375), (1.2, 0.8, 0.75), 2, skip_bottom=True),  # table
+        _box_mesh((0.1, 0.1, 0.8), (0.08, 0.08, 0.1), 3, yaw=0.3),  # cup on the table
+        _box_mesh((1.5, 1.0, 0.4), (2.0, 0.9, 0.8), 4, skip_bottom=True),  # sofa on the floor
+        _box_mesh((-1.5, 2.7, 1.0), (1.0, 0.6, 2.0), 5, skip_bottom=True),  # wardrobe against the wall
+    ]
+    vertices, triangles, true_owner, objects, offset = [], [], [], [], 0
+    for v, t, owner, box in parts:
+        vertices.append(v)
+        triangles.append(t + offset)
+        true_owner.append(owner)
+        offset += len(v)
+        obb = box.to_oriented()
+        objects.append(ARKitObject(object_id=int(owner[0]), raw_label=str(owner[0]), box=obb))
+    vertices, triangles = np.concatenate(vertices), np.concatenate(triangles)
+    owners = triangles_in_boxes(vertices, triangles, objects)
+    true_owner = np.concatenate(true_owner)
+    # The slab's own sides and underside lie in no other box; every triangle goes to its own object.
+    assert np.array_equal(owners, true_owner)
 
 
 def test_frames_turned_sky_up_are_the_synthetic_walk(written):
@@ -113,8 +153,7 @@ def test_frames_turned_sky_up_are_the_synthetic_walk(written):
     assert [f.frame_index for f in parsed.frames] == list(range(FRAMES))
     for i, frame in enumerate(parsed.frames):
         pose, k, w, h = rotated_camera(frame.pose, frame.intrinsics, frame.width, frame.height, parsed.image_rotation)
-        np.testing.assert_allclose(pose, scene.poses[i], rtol=0, atol=1e-6)
-        np.testing.assert_allclose(pose, rigid_pose(scene.poses[i]), rtol=0, atol=1e-9)
+        np.testing.assert_allclose(pose, scene.poses[i], rtol=0, atol=1e-12)
         np.testing.assert_allclose(k, scene.intrinsics, rtol=0, atol=1e-9)
         assert (w, h) == (scene.width, scene.height)
         assert frame.timestamp == pytest.approx(i / scene.fps)

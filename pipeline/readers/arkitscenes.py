@@ -20,15 +20,20 @@ ships it:
 
 Frames stay as stored (pose, intrinsics and size of the stored images) and
 ``ParsedScan.image_rotation`` says how far to turn them clockwise to sky-up;
-the video writers and visibility apply it. ``rotated_camera`` turns a
-camera by that rotation when a sky-up camera is needed.
+the video writers and visibility apply it (visibility casts the sky-up camera,
+``pipeline.geometry.turned_camera``).
 
 The mesh carries no object ids: objects are the annotated boxes. Which
 triangles show an object (for visibility) follows ReVSI B.4's pseudo mask: a
 triangle belongs to an object when its centroid lies inside the object's box
 (1 mm tolerance); a centroid inside several boxes goes to the smallest box
-(a cup inside a table's box is the cup). Labels are open vocabulary: the
-category is the raw label.
+(a cup inside a table's box is the cup). One refinement: a triangle lying on
+one of the box's faces and facing *into* the box is a surface the object rests
+on or stands against (the table top under a cup, the floor under a sofa, the
+wall behind a wardrobe), not the object, whose own surface faces out. Without
+it, a tight box claims the tabletop under a monitor as monitor. Labels go
+through a ScanNet label map when one is at hand
+(``pipeline.readers.label_lookup``); otherwise the category is the raw label.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames import output_size
 from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
+from pipeline.readers.label_lookup import apply_label_map, optional_label_map
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
 
 DATASET = "arkitscenes"
@@ -77,28 +83,6 @@ def frames_dir(scene_id: str) -> str:
 
 def is_arkitscenes_scene(folder) -> bool:
     return (folder / mesh_name(folder.name)).exists() or (folder / annotation_name(folder.name)).exists()
-
-
-def rotated_camera(
-    pose: np.ndarray, intrinsics: np.ndarray, width: int, height: int, degrees_cw: int
-) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """The camera of the image turned ``degrees_cw`` clockwise (a multiple of 90): pose, K, width, height.
-
-    Turning the image 90 degrees clockwise maps pixel (u, v) to (height - v, u):
-    the new x axis is the old -y, the new y axis the old x, and fx/fy swap.
-    """
-    turns = (int(degrees_cw) // 90) % 4
-    if int(degrees_cw) % 90:
-        raise ValueError(f"camera rotation must be a multiple of 90 degrees, got {degrees_cw}")
-    pose = np.asarray(pose, dtype=float).copy()
-    k = np.asarray(intrinsics, dtype=float).copy()
-    axes = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # columns: new x, y, z in old camera axes
-    for _ in range(turns):
-        pose[:3, :3] = pose[:3, :3] @ axes
-        fx, fy, cx, cy = k[0, 0], k[1, 1], k[0, 2], k[1, 2]
-        k = np.array([[fy, 0.0, height - cy], [0.0, fx, cx], [0.0, 0.0, 1.0]])
-        width, height = height, width
-    return pose, k, width, height
 
 
 def read_sky_directions(path: Path, key: str = "?") -> dict[str, str]:
@@ -193,11 +177,18 @@ def read_annotation(path: Path, key: str) -> tuple[list[ARKitObject], list[str]]
 
 
 def triangles_in_boxes(vertices: np.ndarray, triangles: np.ndarray, objects: list[ARKitObject]) -> np.ndarray:
-    """Owner object id per triangle: the smallest box containing its centroid, -1 when none does."""
+    """Owner object id per triangle: the smallest box containing its centroid, -1 when none does.
+
+    Triangles on a box face that face into the box touch it from outside and are not its object's.
+    """
     owner = np.full(len(triangles), -1, dtype=np.int32)
     if not len(triangles):
         return owner
-    centroids = vertices[triangles].sum(axis=1) / 3.0
+    corners_of_triangles = vertices[triangles]
+    centroids = corners_of_triangles.sum(axis=1) / 3.0
+    normals = np.cross(
+        corners_of_triangles[:, 1] - corners_of_triangles[:, 0], corners_of_triangles[:, 2] - corners_of_triangles[:, 0]
+    )
     # Triangles sorted by centroid x once: each box then tests only the slice inside its x range.
     order = np.argsort(centroids[:, 0], kind="stable")
     sorted_x = centroids[order, 0]
@@ -210,11 +201,20 @@ def triangles_in_boxes(vertices: np.ndarray, triangles: np.ndarray, objects: lis
         c = centroids[near]
         near = near[(c[:, 1] >= lo[1]) & (c[:, 1] <= hi[1]) & (c[:, 2] >= lo[2]) & (c[:, 2] <= hi[2])]
         inside = near[box.contains(centroids[near], tol=BOX_TOLERANCE)]
+        inside = inside[~_touching_from_outside(box, centroids[inside], normals[inside])]
         volume = float(np.prod(box.extent))
         better = inside[volume < best_volume[inside]]
         owner[better] = obj.object_id
         best_volume[better] = volume
     return owner
+
+
+def _touching_from_outside(box: OrientedBox, centroids: np.ndarray, normals: np.ndarray) -> np.ndarray:
+    """Per triangle: lies on one of the box's faces (within the tolerance) and its normal points into the box."""
+    local = (centroids - box.center) @ box.rotation
+    local_normals = normals @ box.rotation
+    on_face = np.abs(np.abs(local) - np.asarray(box.extent) / 2.0) <= BOX_TOLERANCE
+    return np.any(on_face & (np.sign(local) * local_normals < 0), axis=1)
 
 
 def _ms(stamp: str) -> int:
@@ -337,6 +337,9 @@ def read_arkitscenes(folder: Path, config: Config, *, source_uri: str | None = N
     anno_path = folder / annotation_name(scene_id)
     objects, anno_warnings = read_annotation(anno_path, key)
     warnings += anno_warnings
+    label_map, label_map_path = optional_label_map(folder, config, key)
+    apply_label_map(objects, label_map)
+    files += [label_map_path] if label_map_path else []
     mesh_path = folder / mesh_name(scene_id)
     if not mesh_path.exists():
         raise ScanError(key, mesh_path.name, "file missing")

@@ -1,4 +1,4 @@
-"""Write a synthetic scene in ARKitScenes' 3DOD layout (``<video_id>/``) plus ``metadata.csv`` at the scans root.
+"""Write a synthetic scene in ARKitScenes' 3DOD layout (``<video_id>/``), ``metadata.csv`` and the label map at the root.
 
 Conventions of the format, which the reader must undo: boxes are
 ``segments.obbAligned`` with row-axis ``normalizedAxes``; the mesh carries no
@@ -10,6 +10,12 @@ left for ``Left``...) with the camera (pose, intrinsics, size) of the turned
 image. The video id is the synthetic scene id. Frames are written at the
 walk's 10 fps (timestamps ``1000.000 + i / 10`` s), so resampling keeps them
 all. The exact ground truth goes to ``<video_id>.scan2qa_truth.json``.
+
+Each annotated box is the gravity-aligned box of the object's own vertices,
+the box every reader with per-vertex instances fits (SPEC section 1), written
+with all its digits: a perfect annotator's box, so that this layout and the
+others describe the objects with the same numbers. Trajectory values carry all
+their digits too (see ``pipeline.synth.lossless``).
 """
 
 from __future__ import annotations
@@ -23,17 +29,18 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from pipeline.formats.ply import write_ply
-from pipeline.geometry.obb import normalized_axes_of
+from pipeline.geometry.obb import gravity_aligned_obb, normalized_axes_of
+from pipeline.geometry.turned_camera import rotated_camera
 from pipeline.readers.arkitscenes import (
     METADATA_NAME,
     SKY_ROTATION,
     annotation_name,
     frames_dir,
     mesh_name,
-    rotated_camera,
 )
 from pipeline.synth.render import FrameRenderer
-from pipeline.synth.scannet_writer import TRUTH_SUFFIX, truth_dict
+from pipeline.synth.label_map import write_label_map
+from pipeline.synth.scannet_writer import LABEL_MAP_NAME, TRUTH_SUFFIX, truth_dict
 from pipeline.synth.scene import SynthScene
 from pipeline.video import rotate_image
 
@@ -49,14 +56,14 @@ METADATA_COLUMNS = (
 FIRST_TIMESTAMP_MS = 1_000_000  # ARKit timestamps are device uptime seconds, never 0
 
 
-def _r(x) -> float:
-    return round(float(x), 10)
+def _floats(values) -> list[float]:
+    return [float(v) + 0.0 for v in np.asarray(values, dtype=float).reshape(-1)]
 
 
 def _annotation(scene: SynthScene) -> dict:
     data = []
     for obj in scene.objects:
-        box = obj.box.to_oriented()
+        box = gravity_aligned_obb(scene.mesh.vertices[scene.vertex_indices(obj.object_id)])
         data.append(
             {
                 "uid": f"{scene.scene_id}-{obj.object_id:04d}",
@@ -64,9 +71,9 @@ def _annotation(scene: SynthScene) -> dict:
                 "label": obj.label,
                 "segments": {
                     "obbAligned": {
-                        "centroid": [_r(v) for v in box.center],
-                        "axesLengths": [_r(v) for v in box.extent],
-                        "normalizedAxes": [_r(v) for v in normalized_axes_of(box)],
+                        "centroid": _floats(box.center),
+                        "axesLengths": _floats(box.extent),
+                        "normalizedAxes": _floats(normalized_axes_of(box)),
                     }
                 },
             }
@@ -79,23 +86,11 @@ def _stamp(scene: SynthScene, i: int) -> str:
     return f"{ms // 1000}.{ms % 1000:03d}"
 
 
-def rigid_pose(pose: np.ndarray) -> np.ndarray:
-    """The pose with its rotation projected to the nearest rotation matrix, camera centre kept.
-
-    A traj line can only hold a rigid transform, while synthetic poses carry
-    ScanNet's 6-decimal ``axisAlignment`` and are off-rigid by ~1e-6.
-    """
-    u, _, vt = np.linalg.svd(np.asarray(pose, dtype=float)[:3, :3])
-    out = np.array(pose, dtype=float)
-    out[:3, :3] = u @ vt
-    return out
-
-
 def _traj_line(stamp: str, camera_to_world: np.ndarray) -> str:
     rotation, centre = camera_to_world[:3, :3], camera_to_world[:3, 3]
     rotvec = Rotation.from_matrix(rotation.T).as_rotvec()  # world-to-camera: R^T, -R^T c
     values = [*rotvec, *(-rotation.T @ centre)]
-    return stamp + " " + " ".join(f"{v:.12f}" for v in values) + "\n"
+    return stamp + " " + " ".join(repr(float(v) + 0.0) for v in values) + "\n"
 
 
 def write_metadata(root: Path, video_id: str, sky_direction: str) -> Path:
@@ -123,7 +118,7 @@ def write_metadata(root: Path, video_id: str, sky_direction: str) -> Path:
 
 
 def write_arkitscenes(scene: SynthScene, out_dir, sky_direction: str = "Up", progress=None) -> Path:
-    """Write one scan under ``out_dir/<scene_id>/`` and its ``metadata.csv`` row; returns the scene folder."""
+    """Write one scan under ``out_dir/<scene_id>/``, its ``metadata.csv`` row and the label map; returns the scene folder."""
     if sky_direction not in SKY_ROTATION:
         raise ValueError(f"sky_direction must be one of {sorted(SKY_ROTATION)}, got {sky_direction!r}")
     root = Path(out_dir)
@@ -132,6 +127,7 @@ def write_arkitscenes(scene: SynthScene, out_dir, sky_direction: str = "Up", pro
     frames = folder / frames_dir(vid)
     (frames / "lowres_wide").mkdir(parents=True, exist_ok=True)
     (frames / "lowres_wide_intrinsics").mkdir(parents=True, exist_ok=True)
+    write_label_map(root / LABEL_MAP_NAME)
     mesh = scene.mesh
     write_ply(folder / mesh_name(vid), mesh.vertices, mesh.triangles, mesh.colors, comment=None, alpha=False)
     (folder / annotation_name(vid)).write_text(json.dumps(_annotation(scene), indent=1) + "\n")
@@ -150,7 +146,7 @@ def write_arkitscenes(scene: SynthScene, out_dir, sky_direction: str = "Up", pro
         (frames / "lowres_wide" / f"{vid}_{stamp}.png").write_bytes(png.tobytes())
         pincam = " ".join(str(v) for v in (w, h, float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2]))) + "\n"
         (frames / "lowres_wide_intrinsics" / f"{vid}_{stamp}.pincam").write_text(pincam)
-        traj.append(_traj_line(stamp, rigid_pose(pose)))
+        traj.append(_traj_line(stamp, pose))
         if progress is not None:
             progress(i + 1, n)
     (frames / "lowres_wide.traj").write_text("".join(traj))

@@ -103,6 +103,12 @@ def test_vsibench_count_conflicts_are_reported(fixtures_dir):
         ('{"objects": {"1": {"name": "chair", "obb": {"center": [0, 0, 0], "extent": [1, 1, 1], '
          '"rotation": [[1,0,0],[0,2,0],[0,0,1]]}}}}', "not orthonormal"),
         ('{"a": 1}', "neither a ReVSI annotation"),
+        ('{"scene0002_00": {"object_bbox": {"chair": [{"centroid": [0, 0, 0], "axesLengths": [1, -1, 1], '
+         '"normalizedAxes": [1, 0, 0, 0, 1, 0, 0, 0, 1]}]}}}',
+         "object_bbox['chair'][0].axesLengths: expected lengths of 0 or more, got -1 at [1]"),
+        ('{"scene0002_00": {"object_bbox": {"chair": [{"centroid": [0, 0, 0], "axesLengths": [1, 1, 1], '
+         '"normalizedAxes": [1, 0, 0, 0, 1, 0]}]}}}',
+         "object_bbox['chair'][0].normalizedAxes: expected 9 finite numbers, got 6"),
     ],
 )
 def test_bad_annotations_fail_with_one_line_naming_scene_file_problem(tmp_path, content, problem):

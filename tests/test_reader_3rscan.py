@@ -132,7 +132,7 @@ def test_bad_semseg(tmp_path):
     bad = json.loads(json.dumps(good))
     bad["segGroups"][0]["obb"]["normalizedAxes"] = [1, 0, 0]
     path.write_text(json.dumps(bad))
-    _expect(scan, r"semseg\.v2\.json: segGroup 0: obb needs 3 centroid, 3 axesLengths and 9 normalizedAxes")
+    _expect(scan, r"semseg\.v2\.json: segGroup 0 obb\.normalizedAxes: expected 9 finite numbers, got 3$")
     bad = json.loads(json.dumps(good))
     del bad["segGroups"][0]["label"]
     path.write_text(json.dumps(bad))

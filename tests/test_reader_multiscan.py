@@ -229,7 +229,7 @@ def test_bad_annotation_files(tmp_path):
     broken = json.loads(json.dumps(good))
     del broken["objects"][1]["obb"]["normalizedAxes"]
     ann.write_text(json.dumps(broken))
-    _expect(scan, r"annotations\.json: objects\[1\] \(rug\.2\) obb lacks normalizedAxes")
+    _expect(scan, r"annotations\.json: objects\[1\] \(rug\.2\) obb\.normalizedAxes: missing$")
     broken = json.loads(json.dumps(good))
     broken["objects"][0]["objectId"] = "x"
     ann.write_text(json.dumps(broken))

@@ -44,6 +44,7 @@ from shapely.geometry import Polygon
 from pipeline import schemas
 from pipeline.errors import ScanError
 from pipeline.geometry.obb import box_from_columns, box_from_normalized_axes
+from pipeline.readers.box_record import parse_row_axes_box
 from pipeline.scene import OrientedBox
 from pipeline.vocab import is_small_object, is_structural
 
@@ -232,15 +233,12 @@ def _vsibench_scene(scene_id: str, data: dict, path: Path) -> AnnotatedScene:
     rows, object_id = [], 0
     for category in sorted(boxes):
         for k, b in enumerate(boxes[category]):
-            what = f"{category}[{k}]"
-            if not isinstance(b, dict):
-                raise ScanError(key, str(path), f"{what}: expected {{centroid, axesLengths, normalizedAxes}}")
-            centroid = _vector(b.get("centroid"), 3, f"{what} centroid", key, str(path))
-            lengths = _vector(b.get("axesLengths"), 3, f"{what} axesLengths", key, str(path))
-            axes = _vector(b.get("normalizedAxes"), 9, f"{what} normalizedAxes", key, str(path)).reshape(3, 3)
-            axes = _snap_rotation(axes, what, key, str(path))
+            what = f"object_bbox[{category!r}][{k}]"
+            box = parse_row_axes_box(b, key=key, file=str(path), where=what)
+            axes = _snap_rotation(box.rotation.T, what, key, str(path))  # rows, as stored
+            box = box_from_normalized_axes(box.center, box.extent, axes.reshape(9))
             name = " ".join(str(category).split())
-            rows.append(_object_row(key, object_id, name, box_from_normalized_axes(centroid, lengths, axes.reshape(9))))
+            rows.append(_object_row(key, object_id, name, box))
             object_id += 1
     counts = {str(c): int(n) for c, n in (data.get("object_counts") or {}).items()}
     box_counts = {str(c): len(v) for c, v in boxes.items()}

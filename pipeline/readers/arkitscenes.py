@@ -51,8 +51,8 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames import output_size
-from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
+from pipeline.readers.box_record import parse_row_axes_box
 from pipeline.readers.label_lookup import apply_label_map, optional_label_map
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
 
@@ -124,18 +124,6 @@ def _load_json(path: Path, key: str):
         raise ScanError(key, path.name, f"unreadable JSON ({type(exc).__name__}: {exc})".splitlines()[0]) from None
 
 
-def _numbers(value, size: int, key: str, name: str, field: str) -> np.ndarray:
-    try:
-        arr = np.asarray(value, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
-        raise ScanError(key, name, f"{field} is not numeric") from None
-    if arr.size != size:
-        raise ScanError(key, name, f"{field} has {arr.size} values, expected {size}")
-    if not np.all(np.isfinite(arr)):
-        raise ScanError(key, name, f"{field} has NaN or inf")
-    return arr
-
-
 def read_annotation(path: Path, key: str) -> tuple[list[ARKitObject], list[str]]:
     anno = _load_json(path, key)
     data = anno.get("data") if isinstance(anno, dict) else None
@@ -146,17 +134,11 @@ def read_annotation(path: Path, key: str) -> tuple[list[ARKitObject], list[str]]
         where = f"data[{n}]"
         if not isinstance(entry, dict) or "label" not in entry:
             raise ScanError(key, path.name, f"{where} lacks label")
-        obb = entry.get("segments", {}).get("obbAligned") if isinstance(entry.get("segments"), dict) else None
-        if not isinstance(obb, dict):
+        segments = entry.get("segments")
+        if not isinstance(segments, dict) or segments.get("obbAligned") is None:
             raise ScanError(key, path.name, f"{where}.segments lacks obbAligned")
-        for field in ("centroid", "axesLengths", "normalizedAxes"):
-            if field not in obb:
-                raise ScanError(key, path.name, f"{where}.segments.obbAligned lacks {field}")
-        field = f"{where}.segments.obbAligned"
-        box = box_from_normalized_axes(
-            _numbers(obb["centroid"], 3, key, path.name, f"{field}.centroid"),
-            _numbers(obb["axesLengths"], 3, key, path.name, f"{field}.axesLengths"),
-            _numbers(obb["normalizedAxes"], 9, key, path.name, f"{field}.normalizedAxes"),
+        box = parse_row_axes_box(
+            segments["obbAligned"], key=key, file=path.name, where=f"{where}.segments.obbAligned"
         )
         label = str(entry["label"])
         uid = str(entry.get("uid", ""))

@@ -41,8 +41,8 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames import output_size
-from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
+from pipeline.readers.box_record import parse_row_axes_box
 from pipeline.readers.label_lookup import labelled_object, optional_label_map
 from pipeline.readers.rscan import members_by_owner, read_json, resized, sky_up_rotation
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, dropped_pose_warnings
@@ -99,17 +99,8 @@ def _object(entry, position: int, key: str, file: str) -> MultiScanObject:
     obb = entry.get("obb")
     box = front = up = None
     if obb is not None:
-        if not isinstance(obb, dict):
-            raise ScanError(key, file, f"objects[{position}] ({name}) obb is not an object")
         where = f"objects[{position}] ({name}) obb"
-        for field in ("centroid", "axesLengths", "normalizedAxes"):
-            if field not in obb:
-                raise ScanError(key, file, f"{where} lacks {field}")
-        box = box_from_normalized_axes(
-            _vector(obb["centroid"], 3, key, file, f"{where}.centroid"),
-            _vector(obb["axesLengths"], 3, key, file, f"{where}.axesLengths"),
-            _vector(obb["normalizedAxes"], 9, key, file, f"{where}.normalizedAxes"),
-        )
+        box = parse_row_axes_box(obb, key=key, file=file, where=where)
         front = _vector(obb["front"], 3, key, file, f"{where}.front") if "front" in obb else None
         up = _vector(obb["up"], 3, key, file, f"{where}.up") if "up" in obb else None
     return MultiScanObject(object_id, name, raw_label(name), box, front, up)

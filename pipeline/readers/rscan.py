@@ -37,8 +37,8 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames import output_size
-from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
+from pipeline.readers.box_record import parse_row_axes_box
 from pipeline.readers.label_lookup import labelled_object, optional_label_map
 from pipeline.readers.scannet import triangle_owner
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
@@ -102,22 +102,6 @@ def resized(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 # --- 3RScan files -------------------------------------------------------------------------------
 
 
-def _annotated_box(obb, key: str, where: str) -> OrientedBox | None:
-    if obb is None:
-        return None
-    try:
-        centroid = np.asarray(obb["centroid"], dtype=float)
-        lengths = np.asarray(obb["axesLengths"], dtype=float)
-        axes = np.asarray(obb["normalizedAxes"], dtype=float)
-    except (KeyError, TypeError, ValueError):
-        raise ScanError(key, SEMSEG, f"{where}: obb needs numeric centroid, axesLengths and normalizedAxes") from None
-    if centroid.shape != (3,) or lengths.shape != (3,) or axes.size != 9:
-        raise ScanError(key, SEMSEG, f"{where}: obb needs 3 centroid, 3 axesLengths and 9 normalizedAxes values")
-    if not (np.all(np.isfinite(centroid)) and np.all(np.isfinite(lengths)) and np.all(np.isfinite(axes))):
-        raise ScanError(key, SEMSEG, f"{where}: obb has non-finite values")
-    return box_from_normalized_axes(centroid, lengths, axes)
-
-
 def read_seg_groups(path: Path, key: str) -> list[tuple[int, str, OrientedBox | None]]:
     """(objectId, label, annotated box) of every segGroup of ``semseg.v2.json``."""
     data = read_json(path, key)
@@ -137,7 +121,9 @@ def read_seg_groups(path: Path, key: str) -> list[tuple[int, str, OrientedBox | 
         if object_id in seen:
             raise ScanError(key, path.name, f"segGroup {n} repeats objectId {object_id}")
         seen.add(object_id)
-        out.append((object_id, str(group["label"]), _annotated_box(group.get("obb"), key, f"segGroup {n}")))
+        obb = group.get("obb")
+        box = None if obb is None else parse_row_axes_box(obb, key=key, file=path.name, where=f"segGroup {n} obb")
+        out.append((object_id, str(group["label"]), box))
     return out
 
 

@@ -37,8 +37,8 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames import output_size
-from pipeline.geometry.obb import box_from_normalized_axes
 from pipeline.geometry.rooms import derive_rooms
+from pipeline.readers.box_record import parse_row_axes_box
 from pipeline.readers.label_lookup import apply_label_map, optional_label_map
 from pipeline.readers.scannet import group_vertices, triangle_owner
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
@@ -92,16 +92,7 @@ def _annotated_box(group: dict, position: int, key: str, name: str) -> OrientedB
     obb = group.get("obb")
     if obb is None:
         return None
-    if not isinstance(obb, dict):
-        raise ScanError(key, name, f"segGroups[{position}].obb is not an object")
-    field = f"segGroups[{position}].obb"
-    for part in ("centroid", "axesLengths", "normalizedAxes"):
-        if part not in obb:
-            raise ScanError(key, name, f"{field} lacks {part}")
-    centroid = numbers(obb["centroid"], (3,), key, name, f"{field}.centroid")
-    lengths = numbers(obb["axesLengths"], (3,), key, name, f"{field}.axesLengths")
-    axes = numbers(obb["normalizedAxes"], (9,), key, name, f"{field}.normalizedAxes")
-    return box_from_normalized_axes(centroid, lengths, axes)
+    return parse_row_axes_box(obb, key=key, file=name, where=f"segGroups[{position}].obb")
 
 
 def read_seg_groups(path: Path, key: str) -> list[dict]:

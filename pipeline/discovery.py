@@ -237,22 +237,25 @@ def _local_fingerprint(base: str) -> str:
         if (folder.st_dev, folder.st_ino) in seen:
             return
         seen.add((folder.st_dev, folder.st_ino))
+        files, images, folders = [], [], []
         with os.scandir(path) as it:
-            entries = sorted(it, key=lambda e: e.name)
-        images, folders = [], []
-        for entry in entries:
-            if entry.is_dir():
-                folders.append(entry)
-            elif not top and os.path.splitext(entry.name)[1].lower() in IMAGE_SUFFIXES:
-                images.append(entry.name)
-            else:
-                st = entry.stat()
-                digest.update(f"f\x1f{rel}{entry.name}\x1f{st.st_size}\x1f{st.st_mtime_ns}\n".encode())
+            for entry in it:
+                name = entry.name
+                if entry.is_dir():
+                    folders.append((name, entry.path))
+                elif not top and name[name.rfind(".") :].lower() in IMAGE_SUFFIXES:
+                    images.append(name)
+                else:
+                    st = entry.stat()
+                    files.append(f"f\x1f{rel}{name}\x1f{st.st_size}\x1f{st.st_mtime_ns}\n")
+        files.sort()
+        digest.update("".join(files).encode())
         if images:
+            images.sort()
             names = hashlib.sha256("\n".join(images).encode()).hexdigest()
             digest.update(f"i\x1f{rel}\x1f{len(images)}\x1f{names}\x1f{folder.st_mtime_ns}\n".encode())
-        for entry in folders:
-            visit(entry.path, f"{rel}{entry.name}/", False)
+        for name, sub in sorted(folders):
+            visit(sub, f"{rel}{name}/", False)
 
     visit(base, "", True)
     return digest.hexdigest()[:16]

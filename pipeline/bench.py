@@ -297,3 +297,18 @@ register(
         format=distance_bench.format_result,
     ),
 )
+
+
+# --- scan discovery (target owned by pipeline/discovery_bench.py) -------------------------------------------------
+
+from pipeline import discovery_bench  # noqa: E402
+
+register(
+    "discovery",
+    Bench(
+        help="one scan_discovery tick vs the old full-listing tick on a generated ScanNet-layout root (or --root)",
+        add_arguments=discovery_bench.add_arguments,
+        run=discovery_bench.run_discovery_bench,
+        format=discovery_bench.format_result,
+    ),
+)

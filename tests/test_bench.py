@@ -22,3 +22,24 @@ def test_bench_command_prints_one_json_object(capsys):
                   "reduced_speedup", "reduced_max_fraction_error_pp"):
         assert field in out
     assert out["frames"] == 4 and out["triangles"] >= 2000 and out["visibility_rows"] > 0
+
+
+def test_discovery_bench_compares_old_and_new_ticks_and_sees_a_touched_pose(capsys):
+    assert main(["bench", "discovery", "--json", "--scans", "4", "--frames", "3", "--max-scans", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for field in ("old_scans_per_s", "new_scans_per_s", "ratio", "first_tick_seconds", "bounded_seconds"):
+        assert field in out
+    assert out["scans"] == 4 and out["files"] == 4 * (6 + 3 * 3)
+    assert out["bounded_checked"] == 2 and out["ticks_per_pass"] == 2
+    assert out["change_touched"] == "scannet/scene0002_00: pose/0.txt"
+    assert out["change_rerun"] == ["scannet/scene0002_00"]
+
+
+def test_discovery_bench_times_an_existing_root(tmp_path, capsys):
+    from pipeline.discovery_bench import write_scans_root
+
+    write_scans_root(tmp_path / "scans", 3, 2)
+    assert main(["bench", "discovery", "--root", str(tmp_path / "scans")]) == 0
+    text = capsys.readouterr().out
+    assert "3 scans, root" in text and "old tick" in text and "touched" not in text
+    assert sorted(p.name for p in (tmp_path / "scans").iterdir()) == ["scene0000_00", "scene0001_00", "scene0002_00"]

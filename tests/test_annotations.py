@@ -86,6 +86,28 @@ def test_vsibench_meta_transposes_normalized_axes_and_keeps_counts(fixtures_dir)
     assert room["source"] == "annotated"
 
 
+def test_all_288_vsibench_scenes_read_with_boxes_as_rows(fixtures_dir):
+    """Every meta-info box, as read, has corners whose bounds are the file's own ``min``/``max``."""
+    scenes, checked, worst = 0, 0, 0.0
+    for name in ("arkitscenes", "scannet", "scannetpp"):
+        path = fixtures_dir / "vsibench" / f"{name}_meta_info_val.json"
+        raw = json.loads(path.read_text())
+        read = read_annotations(path)
+        scenes += len(read)
+        for scene in read:
+            boxes = [b for category in sorted(raw[scene.scene_id]["object_bbox"]) for b in raw[scene.scene_id]["object_bbox"][category]]
+            rows = scene.objects.sort("object_id")
+            assert rows.height == len(boxes)
+            for row, box in zip(rows.iter_rows(named=True), boxes):
+                rotation = np.asarray(row["rotation"]).reshape(3, 3)
+                signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+                corners = np.asarray(row["center"]) + (signs * np.asarray(row["extent"]) / 2) @ rotation.T
+                worst = max(worst, float(np.abs(corners.min(axis=0) - box["min"]).max()), float(np.abs(corners.max(axis=0) - box["max"]).max()))
+                checked += 1
+    assert scenes == 288
+    assert checked == 3197 and worst <= 1e-9, (checked, worst)
+
+
 def test_vsibench_count_conflicts_are_reported(fixtures_dir):
     scenes = read_annotations(fixtures_dir / "vsibench" / "scannet_meta_info_val.json")
     by_id = {s.scene_id: s for s in scenes}

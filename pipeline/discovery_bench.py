@@ -25,6 +25,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -99,6 +100,7 @@ def run_discovery_bench(args: argparse.Namespace) -> dict:
         root = args.root
     else:
         workdir = Path(tempfile.mkdtemp(prefix="scan2qa_bench_discovery_"))
+        print(f"writing {args.scans} scans x {args.frames} frames under {workdir} ...", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         files = write_scans_root(workdir / "scans", args.scans, args.frames)
         setup_s = time.perf_counter() - t0
@@ -128,6 +130,7 @@ def run_discovery_bench(args: argparse.Namespace) -> dict:
                 change = {"touched": f"{key}: pose/0.txt", "rerun": [k for k, _, _ in after.changed]}
     finally:
         if workdir is not None:
+            print(f"removing {workdir} ...", file=sys.stderr, flush=True)
             shutil.rmtree(workdir, ignore_errors=True)
     n = len(first.scans)
     (old_s, old_cpu), (new_s, new_cpu) = old_best, new_best
@@ -161,18 +164,19 @@ def format_result(r: dict) -> str:
     size = f"{r['scans']} scans"
     if r["frames"] is not None:
         size += f" x {r['frames']} frames ({r['files']:,} files, written in {r['setup_seconds']:.1f} s)"
-    lines = [
-        f"discovery bench: {size}, root {r['root']}",
-        f"  old tick (detect every folder, list every file): {r['old_seconds']:.2f} s, {r['old_scans_per_s']} scans/s "
-        f"(CPU {r['old_cpu_seconds']:.2f} s)",
-        f"  new tick, every scan checked                   : {r['new_seconds']:.2f} s, {r['new_scans_per_s']} scans/s "
-        f"(CPU {r['new_cpu_seconds']:.2f} s)",
-        f"  ratio (new / old throughput)                   : x{r['ratio']}",
-        f"  first tick on an empty cursor (all new)        : {r['first_tick_seconds']:.2f} s",
-        f"  bounded tick (<= {r['bounded_max_scans']} scans, {r['bounded_max_seconds']:g} s)        : "
-        f"{r['bounded_seconds']:.2f} s, {r['bounded_checked']} scans checked; every scan checked once every "
-        f"{r['ticks_per_pass']} ticks",
+    rows = [
+        ("old tick (detect every folder, list every file)",
+         f"{r['old_seconds']:.2f} s, {r['old_scans_per_s']} scans/s (CPU {r['old_cpu_seconds']:.2f} s)"),
+        ("new tick, every scan checked",
+         f"{r['new_seconds']:.2f} s, {r['new_scans_per_s']} scans/s (CPU {r['new_cpu_seconds']:.2f} s)"),
+        ("ratio (new / old throughput)", f"x{r['ratio']}"),
+        ("first tick on an empty cursor (all new)", f"{r['first_tick_seconds']:.2f} s"),
+        (f"bounded tick (<= {r['bounded_max_scans']} scans, {r['bounded_max_seconds']:g} s)",
+         f"{r['bounded_seconds']:.2f} s, {r['bounded_checked']} scans checked; every scan checked once every "
+         f"{r['ticks_per_pass']} ticks"),
     ]
+    width = max(len(label) for label, _ in rows)
+    lines = [f"discovery bench: {size}, root {r['root']}"] + [f"  {label.ljust(width)} : {value}" for label, value in rows]
     if r["change_touched"]:
         lines.append(f"  touched {r['change_touched']} -> runs requested for: {', '.join(r['change_rerun']) or 'none'}")
     return "\n".join(lines)

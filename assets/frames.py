@@ -2,7 +2,7 @@
 
 ``frame_samples`` is a table (nested 16/32/64 budgets over the all-frame
 sequence the scene step marked in ``frames.in_all_frame``); ``scan_videos``
-writes ``videos/{16,32,64,all}_frame/<scene_id>.mp4`` under the output root
+writes ``videos/{16,32,64,all}_frame/<dataset>/<scene_id>.mp4`` under the output root
 and records paths and frame counts as metadata (videos are files, not a table).
 """
 
@@ -48,7 +48,6 @@ def scan_videos(
     parsed = load_partition_scan(key, storage)
     result = write_scan_videos(
         key,
-        parsed.scene_id,
         frame_samples,
         scan_frames,
         parsed.load_image,

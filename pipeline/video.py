@@ -30,15 +30,10 @@ from pipeline.errors import ScanError
 from pipeline.frames import ALL, output_size
 from pipeline.config import FramesConfig
 from pipeline.storage import is_local, upath
+from pipeline.video_paths import budget_video_path
 
 FOURCC = "mp4v"
 BUDGET_VIDEO_FPS = 1.0
-
-
-def budget_video_path(budget: str, scene_id: str) -> str:
-    """Path of a scan's budget video relative to the output root (SPEC §7 layout)."""
-    folder = "all_frame" if budget == ALL else f"{budget}_frame"
-    return f"videos/{folder}/{scene_id}.mp4"
 
 
 def rotate_image(image: np.ndarray, degrees: int) -> np.ndarray:
@@ -162,7 +157,6 @@ def scan_video_size(frames: pl.DataFrame, frames_config: FramesConfig, rotation:
 
 def write_scan_videos(
     key: str,
-    scene_id: str,
     frame_samples: pl.DataFrame,
     frames: pl.DataFrame,
     load_image: Callable[[int], np.ndarray] | None,
@@ -205,7 +199,7 @@ def write_scan_videos(
     }
     if not order:
         return result
-    paths = {b: budget_video_path(b, scene_id) for b in [*budgets, ALL]}
+    paths = {b: budget_video_path(b, key) for b in [*budgets, ALL]}
     with _all_writers(output_root, paths, fps, size, storage_options) as writers:
         for frame_index in order:
             frame = None

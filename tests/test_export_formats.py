@@ -92,7 +92,7 @@ def test_revsi_parquet_has_exactly_the_lmms_eval_fields(release, tmp_path):
 def test_videos_are_hard_linked_unless_copy_is_asked(release, tmp_path):
     export_revsi(release, tmp_path / "linked")
     export_revsi(release, tmp_path / "copied", link=False)
-    src = release.root / "videos" / "16_frame" / "synth0000_00.mp4"
+    src = release.root / "videos" / "16_frame" / "synthetic" / "synth0000_00.mp4"
     assert os.path.samefile(src, tmp_path / "linked" / "16_frame" / "synth0000_00.mp4")
     assert not os.path.samefile(src, tmp_path / "copied" / "16_frame" / "synth0000_00.mp4")
     export_revsi(release, tmp_path / "linked")  # re-export over itself is fine
@@ -199,11 +199,25 @@ def test_export_command_and_missing_video_error(tmp_path, capsys):
     assert main(["export", "--format", "revsi", "--release", str(root), "--out", str(out)]) == 0
     assert (out / "32_frame" / "test-00000-of-00001.parquet").exists()
     assert main(["export", "--format", "vlmevalkit", "--release", str(root), "--out", str(tmp_path / "v"), "--copy"]) == 0
-    (root / "videos" / "32_frame" / "synth0001_00.mp4").unlink()
+    (root / "videos" / "32_frame" / "synthetic" / "synth0001_00.mp4").unlink()
     assert main(["export", "--format", "revsi", "--release", str(root), "--out", str(tmp_path / "o2")]) == 1
     err = capsys.readouterr().err
     assert "synthetic/synth0001_00" in err and "synth0001_00.mp4" in err and "missing" in err
     assert main(["export", "--format", "pinpointqa", "--release", str(root), "--out", str(tmp_path / "p")]) == 1
+
+
+def test_scans_sharing_a_scene_id_keep_their_own_videos_but_cannot_share_an_export(tmp_path, capsys):
+    """One scene id in two datasets: the release keeps both videos (keyed by dataset); flat export layouts refuse."""
+    rows = revsi_rows(6, 0, "16", scenes=1)
+    twin = [dict(r, id="t" + r["id"], key="scannetpp/synth0000_00", dataset="scannetpp") for r in rows]
+    twin = [dict(r, video=r["video"].replace("/synthetic/", "/scannetpp/")) for r in twin]
+    root = write_release(tmp_path / "rel", rows + twin)
+    assert (root / "videos" / "16_frame" / "synthetic" / "synth0000_00.mp4").exists()
+    assert (root / "videos" / "16_frame" / "scannetpp" / "synth0000_00.mp4").exists()
+    assert main(["export", "--format", "revsi", "--release", str(root), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "'synth0000_00' belongs to 2 scans (scannetpp/synth0000_00, synthetic/synth0000_00)" in err[0]
 
 
 def test_support_video_writer_makes_decodable_files(tmp_path):

@@ -348,7 +348,7 @@ def test_video_paths_and_dummy_questions(generated):
     checker, candidates = generated[(0, "revsi")]
     real = candidates.filter(pl.col("video_kind") == "real")
     for row in real.iter_rows(named=True):
-        assert row["video"] == f"videos/{row['budget']}_frame/synth0000_00.mp4"
+        assert row["video"] == f"videos/{row['budget']}_frame/synthetic/synth0000_00.mp4"
     dummy = candidates.filter(pl.col("video_kind") != "real")
     assert set(dummy["video_kind"].unique()) == {"query_drop", "first_frame", "black"}
     assert set(dummy["budget"].unique()) == {"16"}

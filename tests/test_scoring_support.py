@@ -9,6 +9,7 @@ import numpy as np
 
 from pipeline import schemas
 from pipeline.scoring import metrics
+from pipeline.video_paths import budget_video_path
 
 LETTERS = "ABCD"
 _NQ_RANGES = {
@@ -44,7 +45,7 @@ def _row(qid: str, scene: str, budget: str, qtype: str, profile: str = "revsi", 
         "ground_truth": "",
         "answer_value": None,
         "used_obj_ids": [1, 2],
-        "video": f"videos/{budget}_frame/{scene}.mp4",
+        "video": budget_video_path(budget, f"synthetic/{scene}"),
         "video_kind": "real",
         "distance_source": None,
         "geometry": "{}",

@@ -67,7 +67,7 @@ def test_scan_videos_have_budget_frame_counts_and_skip_nan_poses(tmp_path):
 
     small = FramesConfig(width=320, height=240)  # encoding time scales with the output size
     result = write_scan_videos(
-        KEY, "synth0000_00", samples, frames, load, str(tmp_path), fps=10.0, frames_config=small
+        KEY, samples, frames, load, str(tmp_path), fps=10.0, frames_config=small
     )
     n_all = samples.filter(pl.col("budget") == "all").height
     assert result["frames"] == {"16": 16, "32": 32, "64": 64, "all": n_all}
@@ -77,8 +77,8 @@ def test_scan_videos_have_budget_frame_counts_and_skip_nan_poses(tmp_path):
         info = video_info(tmp_path / rel)
         assert info["frames"] == result["frames"][budget]
         assert (info["width"], info["height"]) == (320, 240)
-    assert result["videos"]["16"] == "videos/16_frame/synth0000_00.mp4"
-    assert result["videos"]["all"] == "videos/all_frame/synth0000_00.mp4"
+    assert result["videos"]["16"] == "videos/16_frame/synthetic/synth0000_00.mp4"
+    assert result["videos"]["all"] == "videos/all_frame/synthetic/synth0000_00.mp4"
     with VideoFrameSource(tmp_path / result["videos"]["16"]) as source:
         idx16 = samples.filter(pl.col("budget") == "16").sort("rank")["frame_index"].to_list()
         for rank, fi in enumerate(idx16):
@@ -89,7 +89,7 @@ def test_short_scan_repeats_frames_in_budget_videos(tmp_path):
     frames = frames_table(30)  # 10 all-frame frames
     samples = sample_frames(frames)
     result = write_scan_videos(
-        KEY, "s", samples, frames, numbered_image, str(tmp_path), fps=10.0, frames_config=FramesConfig(width=160, height=120)
+        KEY, samples, frames, numbered_image, str(tmp_path), fps=10.0, frames_config=FramesConfig(width=160, height=120)
     )
     assert result["frames"]["64"] == 64 and result["frames"]["all"] == 10
     assert video_info(tmp_path / result["videos"]["64"])["frames"] == 64
@@ -100,10 +100,10 @@ def test_portrait_and_rotated_frames(tmp_path):
     samples = sample_frames(frames)
     small = FramesConfig(width=160, height=120)
     portrait = lambda i: numbered_image(i, 968, 1296)  # noqa: E731
-    result = write_scan_videos(KEY, "p", samples, frames, portrait, str(tmp_path), fps=10.0, frames_config=small)
+    result = write_scan_videos(KEY, samples, frames, portrait, str(tmp_path), fps=10.0, frames_config=small)
     assert result["size"] == [120, 160]
     rotated = write_scan_videos(
-        KEY, "r", samples, frames, portrait, str(tmp_path), fps=10.0, frames_config=small, image_rotation=90
+        KEY, samples, frames, portrait, str(tmp_path), fps=10.0, frames_config=small, image_rotation=90
     )
     assert rotated["size"] == [160, 120]
     info = video_info(tmp_path / rotated["videos"]["all"])
@@ -120,9 +120,9 @@ def test_missing_or_unreadable_image_is_a_scan_error_and_leaves_no_video(tmp_pat
         return numbered_image(i)
 
     with pytest.raises(ScanError, match=r"synthetic/synth0000_00: frame 9: image missing or unreadable"):
-        write_scan_videos(KEY, "m", samples, frames, load, str(tmp_path), fps=10.0)
+        write_scan_videos(KEY, samples, frames, load, str(tmp_path), fps=10.0)
     with pytest.raises(ScanError, match="frame 0"):
-        write_scan_videos(KEY, "m", samples, frames, lambda i: None, str(tmp_path), fps=10.0)
+        write_scan_videos(KEY, samples, frames, lambda i: None, str(tmp_path), fps=10.0)
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
 
 
@@ -134,7 +134,7 @@ def test_videos_upload_to_s3_outputs(tmp_path, s3_bucket):
     samples = sample_frames(frames)
     small = FramesConfig(width=160, height=120)
     result = write_scan_videos(
-        KEY, "s3scan", samples, frames, numbered_image, f"s3://{bucket}/out", fps=10.0, frames_config=small,
+        KEY, samples, frames, numbered_image, f"s3://{bucket}/out", fps=10.0, frames_config=small,
         storage_options=options,
     )
     remote = upath(f"s3://{bucket}/out/{result['videos']['16']}", options)

@@ -14,6 +14,7 @@ from pipeline import schemas
 from pipeline.config import load_config
 from pipeline.storage import read_table, upath
 from pipeline.video import video_info
+from pipeline.video_paths import budget_video_path
 from resources.defaults import default_resources
 from resources.storage import StorageResource
 from tests.scannet_factory import make_box_room
@@ -68,8 +69,7 @@ def test_good_scan_gets_tables_and_videos(built):
     assert decisions.filter(decisions["budget"] == "all")["visible"].any()
     n_all = int(frames["in_all_frame"].sum())
     for budget, expected in (("16", 16), ("64", 64), ("all", n_all)):
-        folder = "all_frame" if budget == "all" else f"{budget}_frame"
-        info = video_info(tmp / "out" / "videos" / folder / "scene0990_00.mp4")
+        info = video_info(tmp / "out" / budget_video_path(budget, "scannet/scene0990_00"))
         assert info["frames"] == expected and (info["width"], info["height"]) == (640, 480)
 
 
@@ -86,7 +86,7 @@ def test_unreadable_image_fails_only_its_scan_when_videos_are_written(built):
     ok, message = outcome["scannet/scene0992_00"]
     assert not ok
     assert message.startswith("scannet/scene0992_00: ") and "3" in message
-    assert not (tmp / "out" / "videos" / "all_frame" / "scene0992_00.mp4").exists()
+    assert not (tmp / "out" / budget_video_path("all", "scannet/scene0992_00")).exists()
 
 
 def test_dummy_videos_cover_the_visible_objects(built):

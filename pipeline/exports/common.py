@@ -38,6 +38,17 @@ def select_rows(release: Release, profile: str, real_only: bool = True) -> pl.Da
         qa = qa.filter(pl.col("video_kind").fill_null("real") == "real")
     if qa.height == 0:
         raise ScanError("release", str(release.root / "tables" / "qa.parquet"), f"no {profile!r} questions to export")
+    shared = (
+        qa.group_by("scene_id").agg(pl.col("key").unique().sort()).filter(pl.col("key").list.len() > 1).sort("scene_id")
+    )
+    if shared.height:
+        scene_id, keys = shared.row(0)
+        raise ScanError(
+            "release",
+            str(release.root / "tables" / "qa.parquet"),
+            f"scene id {scene_id!r} belongs to {len(keys)} scans ({', '.join(keys)}); the export layouts name videos "
+            f"by scene id alone, so export those scans from separate releases",
+        )
     return qa.sort(["budget", "scene_id", "question_type", "id"])
 
 

@@ -47,6 +47,7 @@ from pipeline.pinpoint.config import PinpointConfig
 from pipeline.pinpoint.geometry import box_distance, box_of_row
 from pipeline.qa.ids import question_id
 from pipeline.seeding import rng, stable_int
+from pipeline.video_paths import budget_video_path
 from pipeline.vocab import SMALL_OBJECT_LABELS, normalize_label, small_object_category
 
 PROFILE = "pinpointqa"
@@ -60,10 +61,6 @@ class Reference:
     distance: float  # shortest distance, metres
     relation: str
     contact: bool
-
-
-def _video(scene_id: str, budget: str) -> str:
-    return f"videos/{budget}_frame/{scene_id}.mp4"
 
 
 def _pick(templates: dict[str, str], *parts: object) -> str:
@@ -114,7 +111,7 @@ class ScanQuestions:
             "ground_truth": ground_truth,
             "answer_value": None,
             "used_obj_ids": used,
-            "video": _video(self.scene_id, self.budget),
+            "video": budget_video_path(self.budget, self.key),
             "video_kind": "real",
             "distance_source": extra.get("distance_source"),
             "geometry": json.dumps(extra.get("geometry", {}), sort_keys=True),

@@ -20,6 +20,7 @@ import shapely
 
 from pipeline.geometry.distance import obb_distance_matrix
 from pipeline.scene import OrientedBox
+from pipeline.video_paths import budget_video_path
 
 
 @dataclass(frozen=True)
@@ -122,4 +123,4 @@ class BudgetContext:
         return float(row[self._index[best.object_id]]), best
 
     def video_path(self) -> str:
-        return f"videos/{self.budget}_frame/{self.scene_id}.mp4"
+        return budget_video_path(self.budget, self.key)

@@ -14,6 +14,7 @@ import polars as pl
 
 from pipeline import schemas, storage
 from pipeline.errors import ScanError, TableError
+from pipeline.video_paths import budget_video_path
 
 
 @dataclass
@@ -29,7 +30,7 @@ class Release:
                 return recorded
         if row.get("video_kind") not in (None, "real"):
             return self.root / "videos" / "dummy" / row["video_kind"] / f"{Path(row.get('video') or '').stem}.mp4"
-        return self.root / "videos" / f"{row['budget']}_frame" / f"{row['scene_id']}.mp4"
+        return self.root / budget_video_path(row["budget"], row["key"])
 
 
 DEFAULT_RELEASE = "data/out/releases/latest"

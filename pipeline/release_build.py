@@ -81,7 +81,10 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
         raise ReleaseBlocked("no qa table has been built yet: nothing to release", {"success": False, "results": []})
     verdicts = read_verdicts(config.verdicts_path)
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
-    with tempfile.TemporaryDirectory(prefix="scan2qa-docs-") as docs_tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="scan2qa-docs-") as docs_tmp,
+        tempfile.TemporaryDirectory(prefix="scan2qa-gallery-") as gallery_tmp,
+    ):
         gate = run_release_gate(tables, config, docs_dir=docs_tmp)
         gate_dict = gate.to_dict()
         if not gate.success:
@@ -90,15 +93,15 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
         out_root = storage.upath(config.output_root, config.storage_options)
         videos = _release_videos(released, out_root)
         local = storage.is_local(out_root)
-        # Reports read frames from local videos; on an object store the gallery lists questions without frames.
-        report_root = Path(out_root.path) if local else Path(docs_tmp) / "no-videos"
+        # The gallery reads frames with OpenCV: videos on an object store are fetched (only those it shows).
+        video_file = storage.local_file_getter(out_root, gallery_tmp)
 
         def add_reports(staging: Path) -> None:
             shutil.copytree(docs_tmp, staging / "data_docs")
             write_report(
                 staging / "report" / "index.html",
                 tables=tables,
-                output_root=report_root,
+                video_file=video_file,
                 title=f"scan2qa release review ({len(released['qa'])} questions)",
                 gate=gate_dict,
                 orphan_verdicts=orphans,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import cv2
@@ -25,6 +25,7 @@ from pipeline import seeding
 from pipeline.schemas import BUDGETS
 from pipeline.scoring.metrics import frequency_baseline
 
+VideoFile = Callable[[str], Path | None]  # video path relative to the output root -> local file, None if absent
 BOX_COLOURS = [(0, 200, 255), (80, 220, 0), (255, 120, 0), (200, 0, 255)]
 
 CSS = """
@@ -139,12 +140,13 @@ def _frame_uri(image: np.ndarray) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buf.tobytes()).decode() if ok else ""
 
 
-def _gallery_item(row: dict, output_root: Path, frame_samples: pl.DataFrame, visibility: pl.DataFrame, max_frames: int) -> str:
+def _gallery_item(
+    row: dict, video_file: VideoFile, frame_samples: pl.DataFrame, visibility: pl.DataFrame, max_frames: int
+) -> str:
     used = list(row["used_obj_ids"] or [])
     images = []
-    budget_dir = f"{row['budget']}_frame"
-    video = output_root / "videos" / budget_dir / f"{row['scene_id']}.mp4"
-    if row["video_kind"] == "real" and used and video.exists():
+    video = video_file(row["video"]) if row["video_kind"] == "real" and used and row["video"] else None
+    if video is not None:
         samples = frame_samples.filter((pl.col("key") == row["key"]) & (pl.col("budget") == row["budget"]))
         rank_of = dict(zip(samples["frame_index"].to_list(), samples["rank"].to_list()))
         seen = visibility.filter(
@@ -180,7 +182,7 @@ def _gallery_item(row: dict, output_root: Path, frame_samples: pl.DataFrame, vis
 def render_report(
     tables: dict[str, pl.DataFrame],
     *,
-    output_root: Path,
+    video_file: VideoFile,
     title: str,
     gate: dict | None = None,
     orphan_verdicts: list[str] | None = None,
@@ -263,7 +265,7 @@ def render_report(
         rng = seeding.rng(seed, "report-gallery", t)
         picks = sorted(rng.choice(group.height, size=min(samples_per_type, group.height), replace=False).tolist())
         for i in picks:
-            parts.append(_gallery_item(group.row(i, named=True), Path(output_root), frame_samples, visibility, frames_per_question))
+            parts.append(_gallery_item(group.row(i, named=True), video_file, frame_samples, visibility, frames_per_question))
     parts.append("</body></html>")
     return "".join(parts)
 

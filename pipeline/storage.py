@@ -11,6 +11,8 @@ from __future__ import annotations
 import io
 import os
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -79,3 +81,31 @@ def read_table(path: UPath, table_name: str | None = None) -> pl.DataFrame:
         return schemas.conform(table_name, df)
     except (ValueError, pl.exceptions.PolarsError) as exc:
         raise TableError(f"{path}: does not match the {table_name!r} schema: {str(exc).splitlines()[0]}") from None
+
+
+def local_file_getter(root: UPath, cache_dir: os.PathLike) -> Callable[[str], Path | None]:
+    """Relative path under ``root`` -> a local file to open with libraries that need one (OpenCV), or None if absent.
+
+    On disk that is the file itself; on an object store the file is downloaded once into ``cache_dir``.
+    """
+    local = is_local(root)
+    fetched: dict[str, Path | None] = {}
+
+    def get(relative: str) -> Path | None:
+        if relative not in fetched:
+            source = root / relative
+            if local:
+                fetched[relative] = Path(source.path) if source.exists() else None
+            else:
+                target = Path(cache_dir) / relative
+                try:
+                    data = source.read_bytes()
+                except FileNotFoundError:
+                    fetched[relative] = None
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+                    fetched[relative] = target
+        return fetched[relative]
+
+    return get

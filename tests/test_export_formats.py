@@ -218,6 +218,12 @@ def test_scans_sharing_a_scene_id_keep_their_own_videos_but_cannot_share_an_expo
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "'synth0000_00' belongs to 2 scans (scannetpp/synth0000_00, synthetic/synth0000_00)" in err[0]
+    for dataset in ("synthetic", "scannetpp"):
+        out = tmp_path / dataset
+        assert main(["export", "--format", "revsi", "--release", str(root), "--out", str(out), "--dataset", dataset]) == 0
+        exported = pq.read_table(out / "16_frame" / "test-00000-of-00001.parquet")
+        assert set(exported.column("dataset").to_pylist()) == {dataset} and exported.num_rows == 6
+        assert (out / "16_frame" / "synth0000_00.mp4").exists()
 
 
 def test_support_video_writer_makes_decodable_files(tmp_path):

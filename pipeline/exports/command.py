@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
+
+import polars as pl
 
 from pipeline.exports.pinpointqa import export_pinpointqa
 from pipeline.exports.revsi import export_revsi
@@ -26,10 +29,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", help="question profile to export (default: the format's own)")
     parser.add_argument("--budget", default="all", help="frame budget for the vsibench format (default: all)")
     parser.add_argument("--copy", action="store_true", help="copy videos instead of hard-linking them")
+    parser.add_argument(
+        "--dataset",
+        action="append",
+        dest="datasets",
+        metavar="NAME",
+        help="export only this dataset's scans (repeatable; e.g. scannet, scannetpp, arkitscenes, 3rscan, multiscan)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     release = load_release(args.release)
+    if args.datasets:
+        release = replace(release, qa=release.qa.filter(pl.col("dataset").is_in(args.datasets)))
     profile = args.profile or FORMATS[args.format]
     link = not args.copy
     if args.format == "revsi":

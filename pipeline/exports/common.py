@@ -47,7 +47,7 @@ def select_rows(release: Release, profile: str, real_only: bool = True) -> pl.Da
             "release",
             str(release.root / "tables" / "qa.parquet"),
             f"scene id {scene_id!r} belongs to {len(keys)} scans ({', '.join(keys)}); the export layouts name videos "
-            f"by scene id alone, so export those scans from separate releases",
+            f"by scene id alone, so export them separately (--dataset)",
         )
     return qa.sort(["budget", "scene_id", "question_type", "id"])
 

@@ -47,6 +47,13 @@ def rotate_image(image: np.ndarray, degrees: int) -> np.ndarray:
     return cv2.rotate(image, codes[d])
 
 
+def resized(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """A source image at the frame size its camera was scaled to (``pipeline.frames.scale_intrinsics``)."""
+    if (image.shape[1], image.shape[0]) == tuple(size):
+        return image
+    return cv2.resize(image, tuple(size), interpolation=cv2.INTER_AREA)
+
+
 def video_frame(image: np.ndarray, size: tuple[int, int], rotation: int = 0) -> np.ndarray:
     """A source image as a video frame: 3-channel uint8 BGR, rotated sky-up, resized to ``size`` (w, h)."""
     if image is None or not isinstance(image, np.ndarray) or image.size == 0:

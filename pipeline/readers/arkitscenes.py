@@ -50,11 +50,12 @@ from scipy.spatial.transform import Rotation
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
-from pipeline.frames import output_size
+from pipeline.frames import output_size, scale_intrinsics
 from pipeline.geometry.rooms import derive_rooms
 from pipeline.readers.box_record import parse_row_axes_box
 from pipeline.readers.label_lookup import apply_label_map, optional_label_map
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
+from pipeline.video import resized
 
 DATASET = "arkitscenes"
 METADATA_NAME = "metadata.csv"
@@ -284,7 +285,7 @@ def read_lowres_frames(
         if not np.all(np.isfinite(pose)):
             unposed += 1
         out = output_size(width, height, frames_config)
-        k_out = np.diag([out[0] / width, out[1] / height, 1.0]) @ k
+        k_out = scale_intrinsics(k, (width, height), out)
         frames.append(Frame(index, (ms - stamped[0][0]) / 1000.0, pose, k_out, out[0], out[1]))
         images[index] = png
         files += [png, pincam]
@@ -347,10 +348,7 @@ def read_arkitscenes(folder: Path, config: Config, *, source_uri: str | None = N
             if image is None:
                 name = path.name if path else f"frame {frame_index}"
                 raise ScanError(key, name, "colour image missing or does not decode")
-            size = (frames[int(frame_index)].width, frames[int(frame_index)].height)
-            if (image.shape[1], image.shape[0]) != size:
-                image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
-            return image
+            return resized(image, (frames[int(frame_index)].width, frames[int(frame_index)].height))
 
     steps = np.diff([f.timestamp for f in frames])
     steps = steps[steps > 0]

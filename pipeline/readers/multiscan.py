@@ -40,11 +40,11 @@ import numpy as np
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
-from pipeline.frames import output_size
+from pipeline.frames import output_size, scale_intrinsics
 from pipeline.geometry.rooms import derive_rooms
 from pipeline.readers.box_record import parse_row_axes_box
 from pipeline.readers.label_lookup import labelled_object, optional_label_map
-from pipeline.readers.rscan import members_by_owner, read_json, resized, sky_up_rotation
+from pipeline.readers.rscan import members_by_owner, read_json, sky_up_rotation
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, dropped_pose_warnings
 
 DATASET = "multiscan"
@@ -231,7 +231,7 @@ def read_camera_stream(path: Path, key: str) -> list[tuple[float | None, np.ndar
 
 
 def _frames(folder: Path, config: Config, key: str, warnings: list[str]):
-    from pipeline.video import VideoFrameSource
+    from pipeline.video import VideoFrameSource, resized
 
     jsonl, video = folder / f"{folder.name}.jsonl", folder / f"{folder.name}.mp4"
     if not jsonl.exists():
@@ -250,13 +250,12 @@ def _frames(folder: Path, config: Config, key: str, warnings: list[str]):
     if source.frame_count and source.frame_count < len(stream):
         warnings.append(f"{video.name} has {source.frame_count} frames for {len(stream)} camera lines")
     out_size = output_size(src_size[0], src_size[1], config.frames)
-    scale = np.diag([out_size[0] / src_size[0], out_size[1] / src_size[1], 1.0])
     t0 = next((ts for ts, _, _ in stream if ts is not None), None)
     frames = []
     for index, (ts, k, transform) in enumerate(stream):
         seconds = (ts - t0) / 1e9 if ts is not None and t0 is not None else index / fps
         pose = to_world @ transform @ ARKIT_TO_OPENCV if np.all(np.isfinite(transform)) else transform
-        frames.append(Frame(index, float(seconds), pose, scale @ k, out_size[0], out_size[1]))
+        frames.append(Frame(index, float(seconds), pose, scale_intrinsics(k, src_size, out_size), out_size[0], out_size[1]))
 
     def load_image(frame_index: int) -> np.ndarray:
         try:

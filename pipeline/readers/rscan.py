@@ -20,8 +20,8 @@ The images are stored rotated (the sensor was held sideways); poses and
 intrinsics describe the stored image, and ``image_rotation`` says how to turn
 it sky-up, read from where world-up points in the images.
 
-The helpers ``members_by_owner``, ``read_json``, ``resized`` and
-``sky_up_rotation`` are shared with the MultiScan reader.
+The helpers ``members_by_owner``, ``read_json`` and ``sky_up_rotation`` are
+shared with the MultiScan reader.
 """
 
 from __future__ import annotations
@@ -36,12 +36,13 @@ import numpy as np
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
-from pipeline.frames import output_size
+from pipeline.frames import output_size, scale_intrinsics
 from pipeline.geometry.rooms import derive_rooms
 from pipeline.readers.box_record import parse_row_axes_box
 from pipeline.readers.label_lookup import labelled_object, optional_label_map
 from pipeline.readers.scannet import triangle_owner
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
+from pipeline.video import resized
 
 DATASET = "3rscan"
 LABELS_PLY = "labels.instances.annotated.v2.ply"
@@ -91,12 +92,6 @@ def read_json(path: Path, key: str):
         return json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ScanError(key, path.name, f"unreadable JSON ({type(exc).__name__}: {exc})".splitlines()[0]) from None
-
-
-def resized(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    if (image.shape[1], image.shape[0]) == tuple(size):
-        return image
-    return cv2.resize(image, tuple(size), interpolation=cv2.INTER_AREA)
 
 
 # --- 3RScan files -------------------------------------------------------------------------------
@@ -200,7 +195,7 @@ def _frames(folder: Path, config: Config, key: str):
     if not indices:
         return None
     out_size = output_size(color_size[0], color_size[1], config.frames)
-    scale = np.diag([out_size[0] / color_size[0], out_size[1] / color_size[1], 1.0])
+    k_out = scale_intrinsics(k_color, color_size, out_size)
     fps = float(config.frames.fps_3rscan)
     frames, files = [], [seq / INFO]
     for i in indices:
@@ -208,7 +203,7 @@ def _frames(folder: Path, config: Config, key: str):
         color_path = seq / f"frame-{i:06d}.color.jpg"
         if not color_path.exists():
             raise ScanError(key, f"{SEQUENCE}/{color_path.name}", "colour image missing for a posed frame")
-        frames.append(Frame(i, i / fps, read_pose(pose_path, key), scale @ k_color, out_size[0], out_size[1]))
+        frames.append(Frame(i, i / fps, read_pose(pose_path, key), k_out.copy(), out_size[0], out_size[1]))
         files += [pose_path, color_path]
 
     def load_image(frame_index: int) -> np.ndarray:

@@ -22,7 +22,9 @@ import numpy as np
 
 from pipeline.errors import ScanError
 from pipeline.formats.sens import SensFormatError, SensReader
+from pipeline.frames import scale_intrinsics
 from pipeline.scene import Frame, ImageLoader, dropped_pose_warnings
+from pipeline.video import resized
 
 SCANNET_FPS = 30.0
 
@@ -34,19 +36,6 @@ class FrameSource:
     source_fps: float
     files: list[Path]  # input files the frames were read from (for the checksum)
     warnings: list[str]
-
-
-def scale_intrinsics(k: np.ndarray, src_size: tuple[int, int], dst_size: tuple[int, int]) -> np.ndarray:
-    """3x3 pinhole matrix of the same camera after resizing the image from src (w, h) to dst (w, h)."""
-    sx = dst_size[0] / float(src_size[0])
-    sy = dst_size[1] / float(src_size[1])
-    return np.diag([sx, sy, 1.0]) @ np.asarray(k, dtype=float)[:3, :3]
-
-
-def _resized(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    if (image.shape[1], image.shape[0]) == size:
-        return image
-    return cv2.resize(image, size, interpolation=cv2.INTER_AREA)
 
 
 def _read_matrix(path: Path, key: str, shape: tuple[int, int]) -> np.ndarray:
@@ -68,7 +57,7 @@ def _make_frames(
     out_size: tuple[int, int],
     alignment: np.ndarray,
 ) -> list[Frame]:
-    k_out = scale_intrinsics(k_color, color_size, out_size)
+    k_out = scale_intrinsics(np.asarray(k_color, dtype=float)[:3, :3], color_size, out_size)
     frames = []
     for index, pose, ts in zip(indices, poses, timestamps):
         pose = np.asarray(pose, dtype=np.float64)
@@ -118,7 +107,7 @@ def read_stream_frames(
         image = cv2.imread(str(path), cv2.IMREAD_COLOR) if path is not None else None
         if image is None:
             raise ScanError(key, f"color/{frame_index}.jpg", "colour image missing or does not decode")
-        return _resized(image, out_size)
+        return resized(image, out_size)
 
     files = [intrinsic_file] + [pose_files[i] for i in indices] + [color_files[i] for i in indices]
     return FrameSource(frames, load_image, fps, files, dropped_pose_warnings(frames))
@@ -152,7 +141,7 @@ def read_sens_frames(
 
     def load_image(frame_index: int) -> np.ndarray:
         try:
-            return _resized(reader.color(int(frame_index)), out_size)
+            return resized(reader.color(int(frame_index)), out_size)
         except (SensFormatError, OSError, IndexError) as exc:
             raise ScanError(key, path.name, f"frame {frame_index}: {exc}") from None
 

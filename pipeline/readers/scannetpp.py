@@ -30,19 +30,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import cv2
 import numpy as np
 
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
-from pipeline.frames import output_size
+from pipeline.frames import output_size, scale_intrinsics
 from pipeline.geometry.rooms import derive_rooms
 from pipeline.readers.box_record import parse_row_axes_box
 from pipeline.readers.label_lookup import apply_label_map, optional_label_map
 from pipeline.readers.scannet import group_vertices, triangle_owner
 from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
-from pipeline.video import VideoFrameSource
+from pipeline.video import VideoFrameSource, resized
 
 DATASET = "scannetpp"
 MESH_PATH = "scans/mesh_aligned_0.05.ply"
@@ -179,7 +178,6 @@ def read_iphone_frames(
     fps = source.fps if np.isfinite(source.fps) and source.fps > 0 else IPHONE_FPS
     src_size = (source.width, source.height)
     out_size = output_size(src_size[0], src_size[1], frames_config)
-    scale = np.diag([out_size[0] / src_size[0], out_size[1] / src_size[1], 1.0])
     frames = []
     for name in sorted(entries, key=lambda n: _frame_number(n, key)):
         number = _frame_number(name, key)
@@ -197,7 +195,7 @@ def read_iphone_frames(
             raise ScanError(key, POSES_PATH, f"{name}.aligned_pose has {pose.size} values, expected 16")
         pose = pose.reshape(4, 4)
         k = numbers(entry["intrinsic"], (3, 3), key, POSES_PATH, f"{name}.intrinsic")
-        frames.append(Frame(number, number / fps, pose, scale @ k, out_size[0], out_size[1]))
+        frames.append(Frame(number, number / fps, pose, scale_intrinsics(k, src_size, out_size), out_size[0], out_size[1]))
     warnings = dropped_pose_warnings(frames)
     if frames and frames[-1].frame_index >= len(source) > 0:
         warnings.append(f"{POSES_PATH} names frames up to {frames[-1].frame_index}, the video has {len(source)}")
@@ -238,9 +236,7 @@ def read_scannetpp(folder: Path, config: Config, *, source_uri: str | None = Non
                 image = source.read(int(frame_index))
             except IndexError as exc:
                 raise ScanError(key, str(Path(source.path).relative_to(folder)), str(exc).split(": ", 1)[-1]) from None
-            if (image.shape[1], image.shape[0]) != out_size:
-                image = cv2.resize(image, out_size, interpolation=cv2.INTER_AREA)
-            return image
+            return resized(image, out_size)
 
     parsed = ParsedScan(
         dataset=DATASET,

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import collections
-import json
 import shutil
+from functools import partial
 
 import numpy as np
 import pytest
 
 from pipeline.config import Config, FramesConfig
 from pipeline.geometry.obb import gravity_aligned_obb
-from pipeline.readers import detect_dataset, read_scan
 from pipeline.geometry.turned_camera import rotated_camera
+from pipeline.readers import detect_dataset, read_scan
 from pipeline.readers.arkitscenes import (
     ARKitObject,
     triangles_in_boxes,
@@ -22,13 +22,11 @@ from pipeline.readers.arkitscenes import (
     mesh_name,
     read_sky_directions,
 )
-from pipeline.scene_tables import scene_tables
 from pipeline.synth.arkitscenes_writer import write_arkitscenes
 from pipeline.synth.boxes import Box, mesh_box
 from pipeline.synth.render import FrameRenderer
-from pipeline.synth.scannet_writer import TRUTH_SUFFIX, write_scannet
-from pipeline.synth.scene import generate_scene
 from pipeline.video import rotate_image, scan_video_size
+from tests.beside_scannet import read_beside_scannet
 from tests.box_checks import box_error, sorted_corners
 from tests.reader_errors import edit_json, scan_error
 
@@ -39,23 +37,7 @@ SKY = "Left"  # stored portrait, sky on the left: exercises the rotation path
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    root = tmp_path_factory.mktemp("scans")
-    scene = generate_scene(SEED, 0, FRAMES)
-    scannet_folder = write_scannet(scene, root / "scannet")
-    folder = write_arkitscenes(scene, root / "arkitscenes", sky_direction=SKY)
-    config = Config(scans_root=str(root / "scannet"))
-    reference = read_scan(str(scannet_folder), config)
-    parsed = read_scan(str(folder), config)
-    return {
-        "scene": scene,
-        "folder": folder,
-        "config": config,
-        "reference": reference,
-        "parsed": parsed,
-        "truth": json.loads((folder / f"{scene.scene_id}{TRUTH_SUFFIX}").read_text()),
-        "reference_tables": scene_tables(reference, config),
-        "tables": scene_tables(parsed, config),
-    }
+    return read_beside_scannet(tmp_path_factory.mktemp("scans"), SEED, FRAMES, "arkitscenes", partial(write_arkitscenes, sky_direction=SKY))
 
 
 def test_fixture_metadata_sky_directions(fixtures_dir):

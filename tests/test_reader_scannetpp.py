@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.config import Config
-from pipeline.readers import detect_dataset, read_scan
+from pipeline.readers import detect_dataset
 from pipeline.readers.scannetpp import ANNOTATION_PATH, MESH_PATH, POSES_PATH, SEGMENTS_PATH
-from pipeline.scene_tables import scene_tables
-from pipeline.synth.scannet_writer import TRUTH_SUFFIX, write_scannet
 from pipeline.synth.scannetpp_writer import VIDEO_NAME, write_scannetpp
-from pipeline.synth.scene import generate_scene
+from tests.beside_scannet import read_beside_scannet
 from tests.box_checks import box_error, sorted_corners
 from tests.reader_errors import edit_json, scan_error
 
@@ -25,23 +21,7 @@ FRAMES = 3
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    root = tmp_path_factory.mktemp("scans")
-    scene = generate_scene(SEED, 0, FRAMES)
-    scannet_folder = write_scannet(scene, root / "scannet")
-    folder = write_scannetpp(scene, root / "scannetpp")
-    config = Config(scans_root=str(root / "scannet"))
-    reference = read_scan(str(scannet_folder), config)
-    parsed = read_scan(str(folder), config)
-    return {
-        "scene": scene,
-        "folder": folder,
-        "config": config,
-        "reference": reference,
-        "parsed": parsed,
-        "truth": json.loads((folder / f"{scene.scene_id}{TRUTH_SUFFIX}").read_text()),
-        "reference_tables": scene_tables(reference, config),
-        "tables": scene_tables(parsed, config),
-    }
+    return read_beside_scannet(tmp_path_factory.mktemp("scans"), SEED, FRAMES, "scannetpp", write_scannetpp)
 
 
 def test_detected_as_scannetpp(written):

@@ -35,7 +35,7 @@ from pipeline.geometry.obb import normalized_axes_of
 from pipeline.seeding import rng as seeded_rng
 from pipeline.synth.label_map import write_label_map
 from pipeline.synth.lossless import quarter_turn
-from pipeline.synth.render import FrameRenderer
+from pipeline.synth.render import held_frames, write_held_video
 from pipeline.synth.scannet_writer import LABEL_MAP_NAME, TRUTH_SUFFIX, truth_dict
 from pipeline.synth.scene import SynthScene
 
@@ -50,14 +50,6 @@ def multiscan_scan_id(scene: SynthScene) -> str:
     if not match:
         raise ValueError(f"not a synthetic scene id: {scene.scene_id!r}")
     return f"scene_9{match.group(1)}_{match.group(2)}"
-
-
-def hold_factor(scene: SynthScene) -> int:
-    """Video frames per synthetic frame; the synthetic rate must divide 60."""
-    factor = VIDEO_FPS / scene.fps
-    if abs(factor - round(factor)) > 1e-9:
-        raise ValueError(f"{scene.fps} fps does not divide MultiScan's {VIDEO_FPS} fps")
-    return int(round(factor))
 
 
 def mesh_to_arkit(scene: SynthScene) -> np.ndarray:
@@ -152,8 +144,6 @@ def _metadata(scene: SynthScene, video_frames: int) -> dict:
 
 def write_multiscan(scene: SynthScene, out_dir, scan_id: str | None = None, progress=None) -> Path:
     """Write one scan under ``out_dir/<scan_id>/`` (and the label map at ``out_dir``); returns the scan folder."""
-    from pipeline.video import VideoWriter
-
     root = Path(out_dir)
     scan_id = scan_id or multiscan_scan_id(scene)
     folder = root / scan_id
@@ -177,7 +167,7 @@ def write_multiscan(scene: SynthScene, out_dir, scan_id: str | None = None, prog
     (folder / f"{scan_id}.align.json").write_text(
         json.dumps({"version": "multiscan@0.0.1", "coordinate_transform": _column_major(align)}, indent=1) + "\n"
     )
-    hold = hold_factor(scene)
+    hold = held_frames(scene.fps, VIDEO_FPS, "MultiScan camera")
     n = len(scene.poses)
     (folder / f"{scan_id}.json").write_text(json.dumps(_metadata(scene, n * hold), indent=2) + "\n")
     k = _column_major(scene.intrinsics)
@@ -187,14 +177,6 @@ def write_multiscan(scene: SynthScene, out_dir, scan_id: str | None = None, prog
         stamp = START_NS + (j * 1_000_000_000) // VIDEO_FPS
         lines.append(json.dumps({"timestamp": stamp, "intrinsics": k, "transform": _column_major(transform)}))
     (folder / f"{scan_id}.jsonl").write_text("\n".join(lines) + "\n")
-    renderer = FrameRenderer(scene)
-    writer = VideoWriter(folder / f"{scan_id}.mp4", VIDEO_FPS, (scene.width, scene.height))
-    try:
-        for i in range(n):
-            writer.write(renderer.render(i).color_bgr, times=hold)
-            if progress is not None:
-                progress(i + 1, n)
-    finally:
-        writer.close()
+    write_held_video(scene, folder / f"{scan_id}.mp4", VIDEO_FPS, hold, progress)
     (folder / f"{scan_id}{TRUTH_SUFFIX}").write_text(json.dumps(truth_dict(scene), indent=1) + "\n")
     return folder

@@ -86,3 +86,27 @@ class FrameRenderer:
 
     def render(self, index: int) -> RenderedFrame:
         return self.render_pose(self.scene.poses[index])
+
+
+def held_frames(scene_fps: float, video_fps: float, camera: str) -> int:
+    """Video frames each synthetic frame is held for, so resampling the video by time gives back exactly the walk."""
+    hold = video_fps / scene_fps
+    if abs(hold - round(hold)) > 1e-9 or round(hold) < 1:
+        raise ValueError(f"scene fps {scene_fps} does not divide the {camera}'s {video_fps} fps")
+    return int(round(hold))
+
+
+def write_held_video(scene, path, video_fps: float, hold: int, progress=None) -> None:
+    """Render each frame once and write it ``hold`` times into an mp4 at ``video_fps``."""
+    from pipeline.video import VideoWriter
+
+    renderer = FrameRenderer(scene)
+    writer = VideoWriter(path, video_fps, (scene.width, scene.height))
+    try:
+        n = len(scene.poses)
+        for i in range(n):
+            writer.write(renderer.render(i).color_bgr, times=hold)
+            if progress is not None:
+                progress(i + 1, n)
+    finally:
+        writer.close()

@@ -27,21 +27,12 @@ import numpy as np
 from pipeline.formats.ply import write_ply
 from pipeline.geometry.obb import normalized_axes_of
 from pipeline.readers.scannetpp import ANNOTATION_PATH, IPHONE_FPS, MESH_PATH, POSES_PATH, SEGMENTS_PATH
-from pipeline.synth.render import FrameRenderer
+from pipeline.synth.render import held_frames, write_held_video
 from pipeline.synth.label_map import write_label_map
 from pipeline.synth.scannet_writer import LABEL_MAP_NAME, TRUTH_SUFFIX, truth_dict
 from pipeline.synth.scene import SynthScene
-from pipeline.video import VideoWriter
 
 VIDEO_NAME = "iphone/rgb.mp4"
-
-
-def repeats_per_frame(scene: SynthScene) -> int:
-    """How many 60 fps video frames one synthetic frame occupies (6 at the generator's 10 fps)."""
-    repeats = IPHONE_FPS / scene.fps
-    if abs(repeats - round(repeats)) > 1e-9 or round(repeats) < 1:
-        raise ValueError(f"scene fps {scene.fps} does not divide the iPhone's {IPHONE_FPS} fps")
-    return int(round(repeats))
 
 
 def _r(x) -> float:
@@ -95,17 +86,8 @@ def write_scannetpp(scene: SynthScene, out_dir, progress=None) -> Path:
     segments = {"sceneId": scene.scene_id, "segIndices": [int(s) for s in scene.segments]}
     (folder / SEGMENTS_PATH).write_text(json.dumps(segments) + "\n")
     (folder / ANNOTATION_PATH).write_text(json.dumps(_annotation(scene), indent=1) + "\n")
-    repeats = repeats_per_frame(scene)
+    repeats = held_frames(scene.fps, IPHONE_FPS, "iPhone")
     (folder / POSES_PATH).write_text(json.dumps(_pose_entries(scene, repeats), indent=1) + "\n")
-    renderer = FrameRenderer(scene)
-    writer = VideoWriter(folder / VIDEO_NAME, IPHONE_FPS, (scene.width, scene.height))
-    try:
-        n = len(scene.poses)
-        for i in range(n):
-            writer.write(renderer.render(i).color_bgr, times=repeats)
-            if progress is not None:
-                progress(i + 1, n)
-    finally:
-        writer.close()
+    write_held_video(scene, folder / VIDEO_NAME, IPHONE_FPS, repeats, progress)
     (folder / f"{scene.scene_id}{TRUTH_SUFFIX}").write_text(json.dumps(truth_dict(scene), indent=1) + "\n")
     return folder

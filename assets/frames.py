@@ -45,7 +45,7 @@ def scan_videos(
     scan_frames = frames.filter(pl.col("key") == key)
     if not scan_frames["in_all_frame"].fill_null(False).any():
         return dg.MaterializeResult(metadata={"videos": 0, "reason": "scan has no frames"})
-    parsed = load_partition_scan(key, storage)
+    parsed = load_partition_scan(context, storage)
     result = write_scan_videos(
         key,
         frame_samples,

@@ -37,7 +37,7 @@ def pinpoint_representation(context: dg.AssetExecutionContext, storage: StorageR
     if PROFILE not in storage.config().profiles:
         targets, neighbors = schemas.empty("pinpoint_targets"), schemas.empty("pinpoint_neighbors")
     else:
-        parsed = load_partition_scan(key, storage)
+        parsed = load_partition_scan(context, storage)
         targets, neighbors = build_representation(
             key, objects.filter(pl.col("key") == key), parsed, config=storage.config().pinpoint_config()
         )

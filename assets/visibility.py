@@ -29,7 +29,7 @@ def visibility(context: dg.AssetExecutionContext, storage: StorageResource, fram
     if not scan_frames["in_all_frame"].fill_null(False).any():
         context.add_output_metadata({"rows": 0, "frames_cast": 0})
         return schemas.empty("visibility")
-    parsed = load_partition_scan(key, storage)
+    parsed = load_partition_scan(context, storage)
     table = compute_visibility(key, scan_frames, parsed.mesh, storage.config(), image_rotation=parsed.image_rotation)
     context.add_output_metadata({"rows": table.height, "frames_cast": int(scan_frames["in_all_frame"].sum())})
     return table
@@ -84,7 +84,7 @@ def dummy_videos(
     if not sets:
         context.add_output_metadata({"rows": 0})
         return schemas.empty("dummy_videos")
-    parsed = load_partition_scan(key, storage)
+    parsed = load_partition_scan(context, storage)
     table = make_dummy_videos(
         key,
         sets,

@@ -1,11 +1,24 @@
 """Find scan folders under a scans root, local or ``s3://``, and notice which ones changed.
 
 A scans root holds scan folders either directly (``<root>/scene0000_00``) or one
-level down by dataset (``<root>/scannet/scene0000_00``), or is one scan folder. Which dataset a folder
-belongs to is the readers' decision (``pipeline.readers.detect_dataset``), so a
-new reader makes its scans discoverable without touching this module. Each scan
-is keyed ``"<dataset>/<scene_id>"`` (the folder name is the scene id), which is
-also its Dagster partition key.
+level down in any folder — by dataset (``<root>/scannet/scene0000_00``) or as a
+dataset's own download lays them out (ScanNet's ``<root>/scans/scene0000_00``
+and ``<root>/scans_test/...``, ScanNet++'s ``<root>/data/...``) — or is one scan
+folder. Which dataset a folder belongs to is the readers' decision
+(``pipeline.readers.detect_dataset``), so a new reader makes its scans
+discoverable without touching this module. Each scan is keyed
+``"<dataset>/<scene_id>"`` (the folder name is the scene id), which is also its
+Dagster partition key.
+
+Scans are found once
+--------------------
+Only discovery (the sensor tick, ``scan2qa build``) lists the root. It records
+where each scan is — the run's ``scan2qa/source`` tag, then the ``scans``
+table's ``source_uri`` — and a step reads the scan from there. A step that has
+neither (a run launched by hand) uses ``locate_scan``, which tries the few
+folders the layouts above name and never lists the root: steps run on workers
+far from the scans, where re-listing a root of thousands of scans on S3 would
+cost more than the step.
 
 Why change detection is shaped the way it is
 --------------------------------------------
@@ -56,6 +69,7 @@ import hashlib
 import json
 import math
 import os
+import posixpath
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -65,6 +79,7 @@ from typing import Any, TypeVar
 
 from upath import UPath
 
+from pipeline.errors import ScanError
 from pipeline.storage import is_local, upath
 
 # How deep below the root scan folders may sit: root/<scan> or root/<group>/<scan>.
@@ -212,17 +227,69 @@ def discover_scans(root: str, storage_options: dict[str, Any] | None = None) -> 
     return sorted((key, str(_join(base, rel))) for key, rel in walk.found.items())
 
 
-def locate_scan(root: str, key: str, storage_options: dict[str, Any] | None = None) -> str:
-    """URI of the scan folder for ``key``; tries the two layouts before a full discovery."""
+def within_root(root: str, uri: str, storage_options: dict[str, Any] | None = None) -> bool:
+    """Whether ``uri`` is the scans root or a folder below it (by path components, after normalising ``..``).
+
+    A location handed to a step (a run tag, a recorded source) is only trusted inside the configured
+    root, so a stale or mistyped tag cannot make a partition read some other folder.
+    """
+    base, folder = upath(root, storage_options), upath(uri, storage_options)
+    if is_local(base) != is_local(folder) or (not is_local(base) and base.protocol != folder.protocol):
+        return False
+    top = posixpath.normpath(base.path.rstrip("/") or "/")
+    path = posixpath.normpath(folder.path.rstrip("/") or "/")
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def scan_candidates(root: str, key: str, storage_options: dict[str, Any] | None = None) -> list[UPath]:
+    """The folders ``key`` can be in without listing the root, in the order ``_walk`` ranks a duplicated key.
+
+    The root itself when it is the scan; else ``<root>/<scene_id>`` and ``<root>/<folder>/<scene_id>``
+    for the dataset's folder and the datasets' download folders (``pipeline.readers.layouts``).
+    """
+    from pipeline.readers.layouts import DOWNLOAD_FOLDERS
+
     dataset, _, scene_id = key.partition("/")
     base = upath(root, storage_options)
-    for candidate in (base / scene_id, base / dataset / scene_id):
-        if candidate.is_dir() and _detect(candidate) == dataset:
+    rels = {(scene_id,)} | {(group, scene_id) for group in (dataset, *DOWNLOAD_FOLDERS)}
+    candidates = [base.joinpath(*rel) for rel in sorted(rels)]
+    return [base, *candidates] if base.name == scene_id else candidates
+
+
+def locate_scan(
+    root: str, key: str, storage_options: dict[str, Any] | None = None, *, recorded: str | None = None
+) -> str:
+    """URI of the scan folder for ``key`` from a few existence checks; the root is never listed.
+
+    ``recorded`` is where discovery found the scan before (the ``scans`` table's ``source_uri``); it
+    is tried first and skipped when it is outside the root or no longer holds that scan. A scan in a
+    folder no candidate names is reached only through what discovery recorded.
+    """
+    dataset, _, scene_id = key.partition("/")
+    base = upath(root, storage_options)
+    looked: list[str] = []
+    if recorded:
+        folder = upath(recorded, storage_options)
+        if within_root(root, recorded, storage_options) and _is_scan(folder, dataset, scene_id):
+            return recorded
+        looked.append(f"the recorded source {recorded}")
+    below: list[str] = []
+    for candidate in scan_candidates(root, key, storage_options):
+        if _is_scan(candidate, dataset, scene_id):
             return str(candidate)
-    for found_key, uri in discover_scans(root, storage_options):
-        if found_key == key:
-            return uri
-    raise FileNotFoundError(f"{key}: no scan folder for this key under {root}")
+        if candidate == base:
+            looked.append("the root itself")
+        else:
+            below.append(candidate.path[len(base.path.rstrip("/")) + 1 :])
+    looked.append(f"{', '.join(below)} under the root")
+    raise ScanError(key, str(base), f"no scan folder for this key; looked at {'; '.join(looked)}")
+
+
+def _is_scan(folder: UPath, dataset: str, scene_id: str) -> bool:
+    try:
+        return folder.name == scene_id and folder.is_dir() and _detect(folder) == dataset
+    except OSError:  # unreadable or unreachable: not where the scan is
+        return False
 
 
 # --- fingerprints -------------------------------------------------------------------------------------------------

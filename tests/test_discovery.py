@@ -8,7 +8,15 @@ import shutil
 
 import pytest
 
-from pipeline.discovery import DiscoveryState, discover_scans, discovery_tick, locate_scan, scan_fingerprint
+from pipeline.discovery import (
+    DiscoveryState,
+    discover_scans,
+    discovery_tick,
+    locate_scan,
+    scan_fingerprint,
+    within_root,
+)
+from pipeline.errors import ScanError
 from tests.real_scans import write_scan
 
 
@@ -35,15 +43,69 @@ def test_root_that_is_a_scan_is_discovered(tmp_path):
     assert locate_scan(str(folder), "synthetic/synth0004_00") == str(folder)
 
 
-def test_locate_scan_finds_both_layouts(tmp_path):
-    write_scan(tmp_path, "synth0001_00")
-    write_scan(tmp_path / "synthetic", "synth0002_00")
-    write_scan(tmp_path / "group", "synth0003_00")
-    assert locate_scan(str(tmp_path), "synthetic/synth0001_00") == str(tmp_path / "synth0001_00")
-    assert locate_scan(str(tmp_path), "synthetic/synth0002_00") == str(tmp_path / "synthetic" / "synth0002_00")
-    assert locate_scan(str(tmp_path), "synthetic/synth0003_00") == str(tmp_path / "group" / "synth0003_00")
-    with pytest.raises(FileNotFoundError, match="synthetic/nothing"):
-        locate_scan(str(tmp_path), "synthetic/nothing")
+def test_locate_scan_finds_the_direct_layouts(tmp_path):
+    """Flat, dataset folder and the download folders (ScanNet's scans/ and scans_test/, ScanNet++'s data/)."""
+    layouts = {
+        "synth0001_00": tmp_path,
+        "synth0002_00": tmp_path / "synthetic",
+        "synth0003_00": tmp_path / "scans",
+        "synth0004_00": tmp_path / "scans_test",
+        "synth0005_00": tmp_path / "data",
+    }
+    for scene_id, parent in layouts.items():
+        write_scan(parent, scene_id)
+    for scene_id, parent in layouts.items():
+        assert locate_scan(str(tmp_path), f"synthetic/{scene_id}") == str(parent / scene_id)
+    assert sorted(discover_scans(str(tmp_path))) == sorted(
+        (f"synthetic/{scene_id}", str(parent / scene_id)) for scene_id, parent in layouts.items()
+    )
+
+
+def test_locate_scan_never_walks_and_names_every_place_it_looked(tmp_path):
+    """A scan in a folder of another name is found by discovery, and by a step only through what discovery recorded."""
+    folder = write_scan(tmp_path / "group", "synth0003_00")
+    assert discover_scans(str(tmp_path)) == [("synthetic/synth0003_00", str(folder))]
+    with pytest.raises(ScanError) as caught:
+        locate_scan(str(tmp_path), "synthetic/synth0003_00")
+    message = str(caught.value)
+    assert "\n" not in message and message == (
+        f"synthetic/synth0003_00: {tmp_path}: no scan folder for this key; looked at "
+        "data/synth0003_00, scans/synth0003_00, scans_test/synth0003_00, synth0003_00, synthetic/synth0003_00 "
+        "under the root"
+    )
+    assert locate_scan(str(tmp_path), "synthetic/synth0003_00", recorded=str(folder)) == str(folder)
+    # A recorded source is trusted only while it is inside the root and still holds that scan.
+    outside = write_scan(tmp_path.parent / f"{tmp_path.name}-elsewhere", "synth0003_00")
+    with pytest.raises(ScanError, match=f"looked at the recorded source {outside}; data/synth0003_00"):
+        locate_scan(str(tmp_path), "synthetic/synth0003_00", recorded=str(outside))
+    flat = write_scan(tmp_path, "synth0003_00")
+    shutil.rmtree(folder)
+    assert locate_scan(str(tmp_path), "synthetic/synth0003_00", recorded=str(folder)) == str(flat)
+    # Another dataset's folder of the same name is not this scan.
+    assert locate_scan(str(tmp_path), "synthetic/synth0003_00") == str(flat)
+    with pytest.raises(ScanError, match="scannet/synth0003_00: "):
+        locate_scan(str(tmp_path), "scannet/synth0003_00")
+
+
+def test_locate_scan_picks_the_copy_discovery_picks(tmp_path):
+    """Duplicated keys: the direct candidates are tried in the order discovery ranks folders."""
+    for parent in (tmp_path, tmp_path / "synthetic", tmp_path / "scans"):
+        write_scan(parent, "synth0001_00")
+    [(key, uri)] = discover_scans(str(tmp_path))
+    assert uri == str(tmp_path / "scans" / "synth0001_00")
+    assert locate_scan(str(tmp_path), key) == uri
+
+
+def test_within_root_compares_path_components():
+    root = "/data/scans"
+    assert within_root(root, "/data/scans") and within_root(root, "/data/scans/")
+    assert within_root(root, "/data/scans/a/b")
+    assert not within_root(root, "/data/scans-old/a")  # a sibling sharing the prefix
+    assert not within_root(root, "/data/scans/../other/a") and not within_root(root, "/data")
+    assert within_root("s3://bucket/scans", "s3://bucket/scans/scene0000_00")
+    assert not within_root("s3://bucket/scans", "s3://other/scans/scene0000_00")
+    assert not within_root("s3://bucket/scans", "/bucket/scans/scene0000_00")
+    assert not within_root("/bucket/scans", "s3://bucket/scans/scene0000_00")
 
 
 def test_fingerprint_changes_with_files_only(tmp_path):

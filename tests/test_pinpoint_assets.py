@@ -34,7 +34,9 @@ def test_pinpoint_assets_materialize(tmp_path, monkeypatch):
         for name, df in zip(UPSTREAM, (objects, vis)):
             write_table(upath(tables_root / name / f"{parsed.key}.parquet"), name, df)
     # The scans are generated in memory: stand in for re-parsing the scan folder.
-    monkeypatch.setattr(pinpoint_assets, "load_partition_scan", lambda key, storage: parsed_by_key[key])
+    monkeypatch.setattr(
+        pinpoint_assets, "load_partition_scan", lambda context, storage: parsed_by_key[context.partition_key]
+    )
     sources = [dg.SourceAsset(key=name, partitions_def=scan_partitions) for name in UPSTREAM]
     defs = [*sources, pinpoint_assets.pinpoint_representation, pinpoint_assets.pinpoint_qa_candidates, pinpoint_assets.pinpoint_qa]
     instance = dg.DagsterInstance.ephemeral()

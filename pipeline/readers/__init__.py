@@ -22,7 +22,6 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.readers import multiscan, rscan, scannet
 from pipeline.readers import arkitscenes, scannetpp
-from pipeline.readers.labels import LABEL_MAP_FILENAMES
 from pipeline.scene import ParsedScan
 from pipeline.storage import is_local, upath
 
@@ -112,10 +111,11 @@ def _copy_to_local(remote, config: Config) -> tuple[Path, Config]:
     try:
         fs.get(remote.path.rstrip("/") + "/", str(local) + "/", recursive=True)
         local.mkdir(exist_ok=True)
-        for name in (*LABEL_MAP_FILENAMES, arkitscenes.METADATA_NAME):  # scans-root files readers look for
-            candidate = remote.parent / name
-            if candidate.exists():
-                fs.get(candidate.path, str(tmp / name))
+        # Scans-root files readers look for, copied next to the local scene where the readers look first.
+        label_maps = [c for c in scannet.label_map_candidates(remote) if c.exists()][:1]
+        metadata = [c for c in [remote.parent / arkitscenes.METADATA_NAME] if c.exists()]
+        for candidate in label_maps + metadata:
+            fs.get(candidate.path, str(tmp / candidate.name))
         if config.label_map and "://" in str(config.label_map):
             label_map = upath(config.label_map, config.storage_options)
             local_map = tmp / "label_map" / label_map.name

@@ -18,14 +18,14 @@ import numpy as np
 
 from pipeline.config import Config
 from pipeline.errors import ScanError
-from pipeline.readers.labels import LABEL_MAP_FILENAMES, LabelMap
-from pipeline.readers.scannet import load_label_map
+from pipeline.readers.labels import LabelMap
+from pipeline.readers.scannet import label_map_candidates, load_label_map
 from pipeline.scene import OrientedBox, SceneObject
 
 
 def optional_label_map(folder: Path, config: Config, key: str) -> tuple[LabelMap | None, Path | None]:
     """The label map of ``config.label_map`` (which must exist) or the one at the scans root, if any."""
-    candidates = [Path(config.label_map)] if config.label_map else [folder.parent / n for n in LABEL_MAP_FILENAMES]
+    candidates = [Path(config.label_map)] if config.label_map else label_map_candidates(folder)
     for path in candidates:
         if path.exists():
             return load_label_map(path, key), path

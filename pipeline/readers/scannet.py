@@ -23,6 +23,7 @@ from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.geometry.rooms import derive_rooms
 from pipeline.readers.labels import LABEL_MAP_FILENAMES, LabelMap, LabelMapError, parse_label_map
+from pipeline.readers.layouts import scans_root_folders
 from pipeline.readers.scannet_frames import SCANNET_FPS, read_scannet_frames
 from pipeline.scene import Mesh, ParsedScan, SceneObject
 
@@ -99,13 +100,18 @@ def stream_fps(meta: dict[str, str], key: str, filename: str) -> float:
     return fps
 
 
+def label_map_candidates(folder):
+    """The label maps a scene may use, best first: at its scans root (above ``scans/`` in ScanNet's download)."""
+    return [parent / name for parent in scans_root_folders(folder) for name in LABEL_MAP_FILENAMES]
+
+
 def find_label_map(folder: Path, config: Config, key: str) -> Path:
     if config.label_map:
         path = Path(config.label_map)
         if not path.exists():
             raise ScanError(key, str(path), "label map (config.label_map) not found")
         return path
-    candidates = [folder.parent / name for name in LABEL_MAP_FILENAMES]
+    candidates = label_map_candidates(folder)
     for path in candidates:
         if path.exists():
             return path

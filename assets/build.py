@@ -3,7 +3,9 @@
 The same assets, IO manager and partitions as the Dagster code location, run
 without a daemon: each scan partition is materialized on its own so a bad scan
 fails only its own partition, then the dataset-wide assets are built from the
-partitions that succeeded. Runs are recorded in the ``DAGSTER_HOME`` instance
+partitions that succeeded. With ``--workers N`` (default: every core) the scan
+partitions run in N worker processes (``assets.scan_pool``); ``--workers 1``
+keeps them in this process. Runs are recorded in the ``DAGSTER_HOME`` instance
 when that variable is set (so ``dagster dev`` shows them), else in an
 ephemeral one.
 """
@@ -19,11 +21,14 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from pipeline.config import Config, load_config
+from pipeline.errors import ConfigError
 from pipeline.discovery import discover_scans
 from pipeline.storage import upath
+from pipeline.threads import available_cores, threads_per_worker
 
 DEMO_SCENES = 8
 DEMO_FRAMES = 300
+WORKERS_VARIABLE = "SCAN2QA_WORKERS"
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
@@ -31,6 +36,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scans", help="scans root, local path or s3://bucket/prefix (default: config, data/scans)")
     parser.add_argument("--out", help="output root, local path or s3://bucket/prefix (default: config, data/out)")
     parser.add_argument("--config", help="YAML run configuration (default: ./scan2qa.yaml if present)")
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help=f"scan partitions built in parallel processes (default: ${WORKERS_VARIABLE}, else this machine's cores, "
+        f"{available_cores()})",
+    )
+
+
+def default_workers() -> int:
+    """``SCAN2QA_WORKERS`` when set (a shared machine, a test suite), else one worker per core."""
+    value = os.environ.get(WORKERS_VARIABLE, "").strip()
+    try:
+        return positive_int(value) if value else available_cores()
+    except (ValueError, argparse.ArgumentTypeError):
+        raise ConfigError(f"{WORKERS_VARIABLE}={value!r}: expected a whole number of at least 1") from None
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text}")
+    return value
 
 
 @dataclass
@@ -56,7 +84,7 @@ def run_failure(result: dg.ExecuteInProcessResult) -> str:
     return "run failed before any step ran"
 
 
-def materialize_quietly(assets, selection, resources, instance, partition_key=None) -> tuple[bool, str]:
+def materialize_quietly(assets, selection, resources, instance, partition_key=None, tags=None) -> tuple[bool, str]:
     try:
         result = dg.materialize(
             assets,
@@ -66,6 +94,7 @@ def materialize_quietly(assets, selection, resources, instance, partition_key=No
             partition_key=partition_key,
             raise_on_error=False,
             run_config=QUIET_RUN_CONFIG,
+            tags=tags,
         )
     except Exception as exc:  # a definition or resource error outside any step
         return False, f"{type(exc).__name__}: {exc}".splitlines()[0]
@@ -147,10 +176,11 @@ def gate_failures(config: Config) -> str:
     return run_release_gate(collect_tables(config), config).summary()
 
 
-def build(config: Config, config_file: str = "") -> BuildReport:
+def build(config: Config, config_file: str = "", workers: int = 1) -> BuildReport:
     """Materialize every discovered scan, then the dataset-wide assets; prints progress as it goes."""
     from assets.definitions import all_asset_checks, all_assets
     from assets.jobs import dataset_wide_keys, per_scan_keys
+    from assets.scan_pool import ScanOutcome, ScanRunner, run_scans_in_pool
     from resources.defaults import default_resources
     from resources.storage import StorageResource
 
@@ -162,17 +192,32 @@ def build(config: Config, config_file: str = "") -> BuildReport:
     resources = default_resources(StorageResource.from_config(config, config_file))
     instance = open_instance()
     register_partitions(instance, [key for key, _ in scans])
-    scan_selection = per_scan_keys(all_assets)
-    for index, (key, _uri) in enumerate(scans, start=1):
-        started = time.perf_counter()
-        print(f"[{index}/{len(scans)}] {key} ... ", end="", flush=True)
-        ok, error = materialize_quietly(definitions, scan_selection, resources, instance, partition_key=key)
-        if ok:
-            report.ok.append(key)
-            print(f"ok ({time.perf_counter() - started:.1f} s)", flush=True)
+    finished = 0
+
+    def show(outcome: ScanOutcome) -> None:
+        nonlocal finished
+        finished += 1
+        status = f"ok ({outcome.seconds:.1f} s)" if outcome.ok else f"FAILED: {outcome.error}"
+        print(f"[{finished}/{len(scans)}] {outcome.key} ... {status}", flush=True)
+
+    workers = min(workers, len(scans))
+    if workers > 1:
+        print(f"building {len(scans)} scans on {workers} worker processes", flush=True)
+        outcomes = run_scans_in_pool(scans, config, config_file, workers, threads_per_worker(workers), show)
+    else:
+        runner = ScanRunner(definitions, per_scan_keys(all_assets), resources, instance)
+        outcomes = []
+        for key, uri in scans:
+            print(f"[{finished + 1}/{len(scans)}] {key} ... ", end="", flush=True)
+            outcome = runner.run(key, uri)
+            outcomes.append(outcome)
+            finished += 1
+            print(f"ok ({outcome.seconds:.1f} s)" if outcome.ok else f"FAILED: {outcome.error}", flush=True)
+    for outcome in sorted(outcomes, key=lambda o: o.key):
+        if outcome.ok:
+            report.ok.append(outcome.key)
         else:
-            report.failed[key] = error
-            print(f"FAILED: {error}", flush=True)
+            report.failed[outcome.key] = outcome.error
     dataset_selection = dataset_wide_keys(all_assets)
     if dataset_selection and report.ok:
         started = time.perf_counter()
@@ -199,7 +244,8 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             print(f"no scans under {config.scans_root} and no synthetic demo: {problem}")
             return 1
-    report = build(config, args.config or "")
+    workers = args.workers or default_workers()
+    report = build(config, args.config or "", workers=workers)
     if not report.ok and not report.failed:
         print(f"no scans found under {config.scans_root}")
         return 1

@@ -11,6 +11,16 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 
 
+@pytest.fixture(autouse=True)
+def serial_builds(monkeypatch):
+    """``scan2qa build`` in tests runs its partitions in the test process unless a test asks for workers.
+
+    Many tests narrow the asset graph with monkeypatch, which spawned worker processes would not see, and
+    pytest-xdist already keeps both cores busy.
+    """
+    monkeypatch.setenv("SCAN2QA_WORKERS", "1")
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The read-only ../shared folder; tests that need it skip when it is absent."""

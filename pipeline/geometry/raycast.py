@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import open3d as o3d
 
+from pipeline.threads import worker_threads
+
 INVALID_ID = int(o3d.t.geometry.RaycastingScene.INVALID_ID)
 
 
@@ -111,7 +113,7 @@ class MeshRaycaster:
 
     def cast_rays(self, rays: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Raw cast: returns (t_hit, primitive_ids) with -1 for misses."""
-        ans = self.scene.cast_rays(self._tensor(rays))
+        ans = self.scene.cast_rays(self._tensor(rays), nthreads=worker_threads())
         t_hit = ans["t_hit"].numpy()
         # INVALID_ID is 2**32-1: read as int32 it is exactly -1.
         prim = ans["primitive_ids"].numpy().view(np.int32).astype(np.int64)
@@ -122,7 +124,7 @@ class MeshRaycaster:
 
         The returned array is a view of Open3D's result memory (kept alive by the view).
         """
-        ans = self.scene.cast_rays(self._tensor(rays))
+        ans = self.scene.cast_rays(self._tensor(rays), nthreads=worker_threads())
         return ans["primitive_ids"].numpy().view(np.int32).reshape(rays.shape[:-1])
 
     def render(self, intrinsics: np.ndarray, pose: np.ndarray, width: int, height: int, scale: float = 1.0) -> Hits:

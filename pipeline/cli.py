@@ -11,12 +11,13 @@ import argparse
 import importlib
 import sys
 
-from pipeline.errors import ConfigError, ScanError, TableError
+from pipeline.errors import ConfigError, ScanError, StorageUnreachable, TableError
 
 # command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("pipeline.synth.command", "write synthetic scans in a native dataset layout"),
     "build": ("assets.build", "discover scans, register partitions and materialize the asset graph"),
+    "backfill": ("assets.backfill", "queue every scan as a Dagster backfill on a deployment (Postgres, Celery)"),
     "bench": ("pipeline.bench", "measure throughput against a baseline measured in the same run"),
     "generate": ("pipeline.qa.generate_command", "questions from ReVSI/VSI-Bench annotation files, without scans"),
     "stats": ("pipeline.qa.stats", "question counts, answer distributions and baselines per type and budget"),
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv[1:])
     try:
         return int(module.run(args) or 0)
-    except (ScanError, ConfigError, TableError, FileNotFoundError) as exc:
+    except (ScanError, ConfigError, TableError, StorageUnreachable, FileNotFoundError) as exc:
         print(f"scan2qa {name}: error: {exc}", file=sys.stderr)
         return 1
 

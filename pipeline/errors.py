@@ -23,3 +23,15 @@ class ConfigError(Exception):
 
 class TableError(Exception):
     """A stored table that cannot be read or does not match its schema: ``"<path>: <problem>"``."""
+
+
+class StorageUnreachable(Exception):
+    """The object store behind a URI did not answer: ``"<uri>: cannot reach the object store (<why>)"``.
+
+    Kept apart from a missing or damaged file so that a worker with a wrong endpoint or no network fails
+    its step saying so, instead of reporting every scan as absent.
+    """
+
+    def __init__(self, uri: str, reason: str):
+        self.uri = uri
+        super().__init__(f"{uri}: cannot reach the object store ({reason})")

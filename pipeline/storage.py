@@ -12,6 +12,7 @@ import io
 import os
 import uuid
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,15 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 from pipeline import schemas
-from pipeline.errors import TableError
+from pipeline.errors import StorageUnreachable, TableError
+
+# Exception class names, anywhere in an error's chain, that mean the store did not answer at all
+# (botocore and aiohttp name them; matching names keeps those libraries out of this module's imports).
+UNREACHABLE = frozenset({
+    "EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
+    "ClientConnectorError", "ServerDisconnectedError", "ConnectionRefusedError", "ConnectionResetError",
+    "NoCredentialsError",
+})
 
 
 def upath(uri: str | os.PathLike, storage_options: dict[str, Any] | None = None) -> UPath:
@@ -36,21 +45,48 @@ def is_local(path: UPath) -> bool:
     return path.protocol in ("", "file", "local")
 
 
+def unreachable_reason(exc: BaseException) -> str | None:
+    """Why the store did not answer, if that is what ``exc`` (or anything that caused it) says; else None."""
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if type(error).__name__ in UNREACHABLE:
+            return (str(error).strip().splitlines() or [type(error).__name__])[0]
+        error = error.__cause__ or error.__context__
+    return None
+
+
+@contextmanager
+def reaching(uri: str | os.PathLike):
+    """Turn "the store did not answer" inside the block into one ``StorageUnreachable`` line naming ``uri``."""
+    try:
+        yield
+    except StorageUnreachable:
+        raise
+    except Exception as exc:
+        reason = unreachable_reason(exc)
+        if reason is None:
+            raise
+        raise StorageUnreachable(str(uri), reason) from None
+
+
 def write_bytes_atomic(path: UPath, data: bytes) -> None:
+    if not is_local(path):
+        with reaching(path):
+            path.write_bytes(data)  # one PUT: the object appears whole or not at all
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
-    if is_local(path):
-        tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
-        try:
-            with open(tmp.path, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp.path, path.path)
-        finally:
-            if os.path.exists(tmp.path):
-                os.remove(tmp.path)
-    else:
-        path.write_bytes(data)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(tmp.path, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp.path, path.path)
+    finally:
+        if os.path.exists(tmp.path):
+            os.remove(tmp.path)
 
 
 def parquet_bytes(table_name: str, df: pl.DataFrame) -> bytes:
@@ -68,9 +104,9 @@ def write_table(path: UPath, table_name: str, df: pl.DataFrame) -> None:
 def read_table(path: UPath, table_name: str | None = None) -> pl.DataFrame:
     """Read a Parquet table (conformed to its schema when named); unreadable files are a one-line TableError."""
     try:
-        with path.open("rb") as fh:
+        with reaching(path), path.open("rb") as fh:
             table = pq.read_table(fh)
-    except FileNotFoundError:
+    except (FileNotFoundError, StorageUnreachable):
         raise
     except (OSError, ValueError) as exc:  # pyarrow.ArrowInvalid is a ValueError
         raise TableError(f"{path}: not a readable Parquet table ({str(exc).splitlines()[0]})") from None

@@ -2,20 +2,20 @@
 
 Run keys carry the scheduled time so each week's rebuild is distinct; the
 dataset-wide assets follow through the ``dataset_refresh`` sensor once the scan
-runs have finished.
+runs have finished. ``SCAN2QA_EXECUTOR=celery`` makes it request the Celery job (``assets.deployment``).
 """
 
 import dagster as dg
 
-from assets.jobs import SCAN_JOB
+from assets.deployment import schedule_status, sensor_scan_job
 from assets.partitions import scan_partitions
 
 
 @dg.schedule(
     name="weekly_full_rebuild",
     cron_schedule="0 3 * * 0",
-    job_name=SCAN_JOB,
-    default_status=dg.DefaultScheduleStatus.RUNNING,
+    job_name=sensor_scan_job(),
+    default_status=schedule_status(),
     description="Every Sunday 03:00 UTC: rebuild all scan partitions.",
 )
 def weekly_full_rebuild(context: dg.ScheduleEvaluationContext):

@@ -9,14 +9,18 @@ large the root is), and requests runs only for scans that are new or whose
 files changed. Run keys include the fingerprint, so a re-evaluated tick never
 launches a duplicate. Both sensors start running with the daemon (``dagster
 dev``): dropping a scan folder into the scans root is all it takes to build it.
+With ``SCAN2QA_EXECUTOR=celery`` in the deployment's environment they request
+the Celery jobs instead of the in-process ones; ``SCAN2QA_AUTOMATION=stopped``
+starts them stopped (``assets.deployment``).
 """
 
 from collections.abc import Sequence
 
 import dagster as dg
 
-from assets.jobs import DATASET_JOB, SCAN_JOB, dataset_wide_keys
-from assets.partitions import scan_partitions
+from assets.deployment import sensor_dataset_job, sensor_scan_job, sensor_status
+from assets.jobs import dataset_wide_keys
+from assets.partitions import SOURCE_TAG, scan_partitions
 from pipeline.discovery import DiscoveryState, discovery_tick
 from resources.storage import StorageResource
 
@@ -30,9 +34,9 @@ ACTIVE_STATUSES = [
 
 @dg.sensor(
     name="scan_discovery",
-    job_name=SCAN_JOB,
+    job_name=sensor_scan_job(),
     minimum_interval_seconds=120,
-    default_status=dg.DefaultSensorStatus.RUNNING,
+    default_status=sensor_status(),
     description="Adds a partition for every new scan folder under the scans root and runs new or changed scans.",
 )
 def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SensorResult:
@@ -48,7 +52,7 @@ def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource
     registered = set(context.instance.get_dynamic_partitions(scan_partitions.name))
     new_keys = [key for key, _ in tick.scans if key not in registered]
     run_requests = [
-        dg.RunRequest(partition_key=key, run_key=f"{key}@{fingerprint}", tags={"scan2qa/source": uri})
+        dg.RunRequest(partition_key=key, run_key=f"{key}@{fingerprint}", tags={SOURCE_TAG: uri})
         for key, uri, fingerprint in tick.changed
     ]
     cursor = tick.state.to_cursor()
@@ -65,16 +69,16 @@ def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource
 
 @dg.sensor(
     name="dataset_refresh",
-    job_name=DATASET_JOB,
+    job_name=sensor_dataset_job(),
     minimum_interval_seconds=300,
-    default_status=dg.DefaultSensorStatus.RUNNING,
+    default_status=sensor_status(),
     description="Rebuilds the dataset-wide assets once scan runs have finished and at least one succeeded since.",
 )
 def dataset_refresh(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     instance = context.instance
-    if instance.get_runs(filters=dg.RunsFilter(job_name=SCAN_JOB, statuses=ACTIVE_STATUSES), limit=1):
+    if instance.get_runs(filters=dg.RunsFilter(job_name=sensor_scan_job(), statuses=ACTIVE_STATUSES), limit=1):
         return dg.SensorResult(skip_reason="scan runs still in progress")
-    latest = instance.get_runs(filters=dg.RunsFilter(job_name=SCAN_JOB, statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1)
+    latest = instance.get_runs(filters=dg.RunsFilter(job_name=sensor_scan_job(), statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1)
     if not latest or latest[0].run_id == context.cursor:
         return dg.SensorResult(skip_reason="no scan run succeeded since the last dataset rebuild")
     run_id = latest[0].run_id

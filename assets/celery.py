@@ -1,0 +1,122 @@
+"""The Celery path: the same asset jobs with their steps executed by ``dagster-celery`` workers.
+
+``scan_job_celery`` and ``dataset_job_celery`` select exactly what
+``scan_job`` and ``dataset_job`` select; only the executor differs, so the UI,
+the CLI and the sensors pick a path by job name. Steps are sent to the broker
+named by ``SCAN2QA_CELERY_BROKER`` (a Redis URL) and picked up by workers
+started with ``celery -A assets.celery_worker worker`` on any machine that has
+the package and the same ``SCAN2QA_*`` / ``DAGSTER_*`` environment.
+
+Why the Celery settings are what they are: a step is acknowledged only after it
+ran (``task_acks_late``) and handed back to the queue when its worker process
+dies (``task_reject_on_worker_lost``), so a killed worker's step runs again on
+another worker instead of failing the run; a worker whose machine vanished never
+acknowledges at all, and Redis hands its step out again once
+``SCAN2QA_CELERY_VISIBILITY_TIMEOUT`` seconds (default 2 hours, longer than
+any step should take) have passed since it was taken. Steps are idempotent:
+every table and video is written to a temporary name and renamed, and the same
+inputs give the same bytes, so a step run twice leaves what it would once.
+Each worker process takes one step at a time (prefetch 1), so a long ray cast
+never holds a queued step hostage.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import dagster as dg
+from dagster_celery import celery_executor
+from dagster_celery.config import DEFAULT_CONFIG
+
+from assets.jobs import DATASET_JOB, SCAN_JOB, dataset_wide_keys, per_scan_keys
+from assets.partitions import scan_partitions
+
+SCAN_JOB_CELERY = f"{SCAN_JOB}_celery"
+DATASET_JOB_CELERY = f"{DATASET_JOB}_celery"
+BROKER_VARIABLE = "SCAN2QA_CELERY_BROKER"
+BACKEND_VARIABLE = "SCAN2QA_CELERY_BACKEND"
+VISIBILITY_TIMEOUT_VARIABLE = "SCAN2QA_CELERY_VISIBILITY_TIMEOUT"
+DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
+DEFAULT_VISIBILITY_TIMEOUT = 7200
+
+
+def broker_url() -> str:
+    return os.environ.get(BROKER_VARIABLE, "").strip() or DEFAULT_BROKER
+
+
+def backend_url() -> str:
+    """Results go to the broker's Redis unless told otherwise (``rpc://`` needs an AMQP broker)."""
+    return os.environ.get(BACKEND_VARIABLE, "").strip() or broker_url()
+
+
+def visibility_timeout() -> int:
+    value = os.environ.get(VISIBILITY_TIMEOUT_VARIABLE, "").strip()
+    try:
+        seconds = int(value) if value else DEFAULT_VISIBILITY_TIMEOUT
+    except ValueError:
+        raise ValueError(f"{VISIBILITY_TIMEOUT_VARIABLE}={value!r}: expected whole seconds") from None
+    if seconds < 1:
+        raise ValueError(f"{VISIBILITY_TIMEOUT_VARIABLE}={value!r}: expected at least 1 second")
+    return seconds
+
+
+def celery_settings() -> dict:
+    """Settings shared by the executor (which sends steps) and the workers (which take them)."""
+    return {
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "broker_connection_retry_on_startup": True,
+        "broker_transport_options": {
+            **DEFAULT_CONFIG["broker_transport_options"],
+            "visibility_timeout": visibility_timeout(),
+        },
+        "result_expires": 7 * 24 * 3600,
+    }
+
+
+def scan2qa_celery_executor() -> dg.ExecutorDefinition:
+    """The dagster-celery executor with broker and backend from the environment (read when a run starts)."""
+    return celery_executor.configured(
+        {
+            "broker": {"env": BROKER_VARIABLE},
+            "backend": {"env": BACKEND_VARIABLE},
+            "config_source": celery_settings(),
+            # A step that raises is the step's failure (bad input names its file); a worker that dies is
+            # Celery's to redeliver above, so Dagster retries are left to RetryPolicy on assets, if any.
+            "retries": {"disabled": {}},
+        },
+        name="scan2qa_celery",
+    )
+
+
+def celery_environment_defaults() -> None:
+    """``{"env": ...}`` config needs the variables set: default both to the local Redis when unset."""
+    os.environ.setdefault(BROKER_VARIABLE, broker_url())
+    os.environ.setdefault(BACKEND_VARIABLE, backend_url())
+
+
+def build_celery_jobs(assets: Sequence[object]) -> list[dg.UnresolvedAssetJobDefinition]:
+    celery_environment_defaults()
+    executor = scan2qa_celery_executor()
+    jobs = [
+        dg.define_asset_job(
+            SCAN_JOB_CELERY,
+            selection=dg.AssetSelection.assets(*per_scan_keys(assets)),
+            partitions_def=scan_partitions,
+            executor_def=executor,
+            description="Every per-scan asset of one scan partition, each step run by a Celery worker.",
+        )
+    ]
+    if dataset_wide_keys(assets):
+        jobs.append(
+            dg.define_asset_job(
+                DATASET_JOB_CELERY,
+                selection=dg.AssetSelection.assets(*dataset_wide_keys(assets)),
+                executor_def=executor,
+                tags={"scan2qa/phase": "dataset"},
+                description="The dataset-wide assets (qa, gate, release), each step run by a Celery worker.",
+            )
+        )
+    return jobs

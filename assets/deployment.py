@@ -1,0 +1,53 @@
+"""Choices a deployment makes through its environment, read when the code location loads.
+
+- ``SCAN2QA_EXECUTOR``: ``in_process`` (default) or ``celery`` — which jobs the
+  sensors and the schedule request, so a cluster's automatic rebuilds run on
+  its Celery workers while a laptop's run in the run worker.
+- ``SCAN2QA_AUTOMATION``: ``running`` (default) or ``stopped`` — whether the
+  sensors and the schedule start with the daemon. A deployment driven by
+  backfills (``scan2qa backfill``, ``make cluster-demo``) starts them stopped;
+  they can be turned on from the UI at any time.
+"""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+
+from assets.celery import DATASET_JOB_CELERY, SCAN_JOB_CELERY
+from assets.jobs import DATASET_JOB, SCAN_JOB
+
+EXECUTOR_VARIABLE = "SCAN2QA_EXECUTOR"
+AUTOMATION_VARIABLE = "SCAN2QA_AUTOMATION"
+
+
+def _choice(variable: str, allowed: tuple[str, ...]) -> str:
+    value = os.environ.get(variable, "").strip() or allowed[0]
+    if value not in allowed:
+        raise ValueError(f"{variable}={value!r}: expected one of {', '.join(allowed)}")
+    return value
+
+
+def requested_executor() -> str:
+    return _choice(EXECUTOR_VARIABLE, ("in_process", "celery"))
+
+
+def sensor_scan_job() -> str:
+    return SCAN_JOB_CELERY if requested_executor() == "celery" else SCAN_JOB
+
+
+def sensor_dataset_job() -> str:
+    return DATASET_JOB_CELERY if requested_executor() == "celery" else DATASET_JOB
+
+
+def automation_running() -> bool:
+    return _choice(AUTOMATION_VARIABLE, ("running", "stopped")) == "running"
+
+
+def sensor_status() -> dg.DefaultSensorStatus:
+    return dg.DefaultSensorStatus.RUNNING if automation_running() else dg.DefaultSensorStatus.STOPPED
+
+
+def schedule_status() -> dg.DefaultScheduleStatus:
+    return dg.DefaultScheduleStatus.RUNNING if automation_running() else dg.DefaultScheduleStatus.STOPPED

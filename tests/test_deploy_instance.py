@@ -1,0 +1,108 @@
+"""deploy/dagster.yaml through Dagster's own instance loader, and the code location's Celery jobs.
+
+The loader validates every key against Dagster's schema and resolves the
+``{env: ...}`` values, so a typo or a missing variable fails here rather than
+in a deployment. (The cluster tests start a real instance on Postgres from the
+same file.)
+"""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+DEPLOYMENT_ENV = {
+    "DAGSTER_PG_HOST": "db.internal", "DAGSTER_PG_PORT": "5433", "DAGSTER_PG_USER": "dagster",
+    "DAGSTER_PG_PASSWORD": "secret", "DAGSTER_PG_DB": "dagster", "SCAN2QA_MAX_CONCURRENT_RUNS": "7",
+}
+
+
+@pytest.fixture
+def dagster_home(tmp_path, monkeypatch):
+    for name, value in DEPLOYMENT_ENV.items():
+        monkeypatch.setenv(name, value)
+    shutil.copy(ROOT / "deploy" / "dagster.yaml", tmp_path / "dagster.yaml")
+    return tmp_path
+
+
+def resolved(config_type, value):
+    """A config value as Dagster resolves it when the instance starts (``{env: ...}`` read from the environment)."""
+    from dagster._config import post_process_config, process_config
+
+    result = process_config(config_type, value)
+    assert result.success, result.errors
+    return post_process_config(config_type, value).value
+
+
+def test_dagster_yaml_passes_dagsters_instance_loader(dagster_home):
+    from dagster._core.instance.config import dagster_instance_config
+    from dagster._core.run_coordinator import QueuedRunCoordinator
+    from dagster._core.storage.config import pg_config
+    from dagster._core.definitions.definition_config_schema import convert_user_facing_definition_config_schema
+    from dagster_postgres.utils import pg_url_from_config
+
+    config, custom_class = dagster_instance_config(str(dagster_home))
+    assert custom_class is None
+    coordinator = config["run_coordinator"]
+    assert (coordinator["module"], coordinator["class"]) == ("dagster._core.run_coordinator", "QueuedRunCoordinator")
+    queued = resolved(convert_user_facing_definition_config_schema(QueuedRunCoordinator.config_type()).config_type,
+                      coordinator["config"])
+    assert queued["max_concurrent_runs"] == 7
+    assert [(limit["key"], limit["value"], limit["limit"]) for limit in queued["tag_concurrency_limits"]] == [
+        ("scan2qa/phase", "dataset", 1)
+    ]
+    postgres = resolved(convert_user_facing_definition_config_schema(pg_config()).config_type,
+                        config["storage"]["postgres"])
+    assert pg_url_from_config(postgres) == "postgresql+psycopg2://dagster:secret@db.internal:5433/dagster"
+
+
+def test_dagster_yaml_names_every_variable_it_needs(dagster_home, monkeypatch):
+    from dagster._config import process_config
+    from dagster._core.definitions.definition_config_schema import convert_user_facing_definition_config_schema
+    from dagster._core.instance.config import dagster_instance_config
+    from dagster._core.storage.config import pg_config
+
+    monkeypatch.delenv("DAGSTER_PG_HOST")
+    config, _ = dagster_instance_config(str(dagster_home))
+    result = process_config(convert_user_facing_definition_config_schema(pg_config()).config_type,
+                            config["storage"]["postgres"])
+    assert not result.success and "DAGSTER_PG_HOST" in str(result.errors)
+
+
+def test_celery_jobs_select_what_the_in_process_jobs_select():
+    from assets.definitions import defs
+
+    for name in ("scan_job", "dataset_job"):
+        plain, celery = defs.resolve_job_def(name), defs.resolve_job_def(f"{name}_celery")
+        assert plain.asset_layer.executable_asset_keys == celery.asset_layer.executable_asset_keys
+        assert celery.executor_def.name == "scan2qa_celery"
+        assert plain.partitions_def == celery.partitions_def
+    assert defs.resolve_job_def("dataset_job_celery").tags.get("scan2qa/phase") == "dataset"
+
+
+def test_celery_worker_app_acknowledges_steps_only_after_they_ran(monkeypatch):
+    monkeypatch.setenv("SCAN2QA_CELERY_BROKER", "redis://127.0.0.1:6390/0")
+    monkeypatch.setenv("SCAN2QA_CELERY_VISIBILITY_TIMEOUT", "900")
+    from assets.celery import celery_settings
+
+    settings = celery_settings()
+    assert settings["task_acks_late"] and settings["task_reject_on_worker_lost"]
+    assert settings["worker_prefetch_multiplier"] == 1
+    assert settings["broker_transport_options"]["visibility_timeout"] == 900
+    monkeypatch.setenv("SCAN2QA_CELERY_VISIBILITY_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="SCAN2QA_CELERY_VISIBILITY_TIMEOUT"):
+        celery_settings()
+
+
+def test_deployment_switches(monkeypatch):
+    from assets.deployment import sensor_dataset_job, sensor_scan_job, sensor_status
+
+    monkeypatch.setenv("SCAN2QA_EXECUTOR", "celery")
+    monkeypatch.setenv("SCAN2QA_AUTOMATION", "stopped")
+    assert (sensor_scan_job(), sensor_dataset_job()) == ("scan_job_celery", "dataset_job_celery")
+    assert sensor_status().value == "STOPPED"
+    monkeypatch.setenv("SCAN2QA_EXECUTOR", "kubernetes")
+    with pytest.raises(ValueError, match="SCAN2QA_EXECUTOR='kubernetes'"):
+        sensor_scan_job()

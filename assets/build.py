@@ -176,8 +176,8 @@ def gate_failures(config: Config) -> str:
     return run_release_gate(collect_tables(config), config).summary()
 
 
-def build(config: Config, config_file: str = "", workers: int = 1) -> BuildReport:
-    """Materialize every discovered scan, then the dataset-wide assets; prints progress as it goes."""
+def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide: bool = True) -> BuildReport:
+    """Materialize every discovered scan, then (unless told not to) the dataset-wide assets; prints progress."""
     from assets.definitions import all_asset_checks, all_assets
     from assets.jobs import dataset_wide_keys, per_scan_keys
     from assets.scan_pool import ScanOutcome, ScanRunner, run_scans_in_pool
@@ -219,7 +219,7 @@ def build(config: Config, config_file: str = "", workers: int = 1) -> BuildRepor
         else:
             report.failed[outcome.key] = outcome.error
     dataset_selection = dataset_wide_keys(all_assets)
-    if dataset_selection and report.ok:
+    if dataset_wide and dataset_selection and report.ok:
         started = time.perf_counter()
         print(f"dataset-wide ({', '.join(k.to_user_string() for k in dataset_selection)}) ... ", end="", flush=True)
         ok, error = materialize_quietly(definitions, dataset_selection, resources, instance)

@@ -147,6 +147,9 @@ def run_scans_in_pool(
     fresh, suspects = list(scans), []
     while fresh:
         in_flight, fresh = _pool_round(fresh, workers, initargs, outcomes, on_outcome)
+        if in_flight:
+            print(f"a worker process died; rebuilding alone what it had in flight: "
+                  f"{', '.join(key for key, _ in in_flight)}", flush=True)
         suspects += in_flight
     for key, uri in sorted(suspects):
         crashed, _ = _pool_round([(key, uri)], 1, initargs, outcomes, on_outcome)

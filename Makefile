@@ -1,12 +1,16 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   -> environment + synthetic scans + the whole asset graph, printing where outputs went
 #   make test   -> environment + the test suite (what CI runs)
+# Scaling out (README, "Scaling out"):
+#   make cluster-demo -> Postgres, Redis, S3 (moto), two Celery workers, daemon and UI on loopback; the demo
+#                        scans as a backfill; stops everything on exit or Ctrl-C
+#   make test-cluster -> the loopback cluster tests (CI runs them in their own step)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system-deps demo test test-slow test-browser clean-data
+.PHONY: setup system-deps cluster-deps demo cluster-demo test test-slow test-browser test-cluster clean-data
 
 setup: $(VENV)/.installed
 
@@ -15,6 +19,14 @@ system-deps:
 	@if command -v dpkg >/dev/null 2>&1 && ! dpkg -s libusb-1.0-0 >/dev/null 2>&1; then \
 	  echo "installing system package libusb-1.0-0 (needed by Open3D)"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libusb-1.0-0 libgomp1; \
+	fi
+
+# The services a deployment runs, from Debian's packages: Postgres (Dagster's storage), Redis (Celery's broker).
+cluster-deps:
+	@missing=""; for p in postgresql redis-server; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing (the loopback cluster)"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 
 $(VENV)/.installed: pyproject.toml | system-deps
@@ -35,6 +47,12 @@ test-browser: setup
 	@command -v chromium >/dev/null 2>&1 || { echo "installing Debian's chromium"; $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
 	$(BIN)/pip install -q -e ".[test,browser]"
 	$(BIN)/python -m pytest -q -m browser
+
+cluster-demo: setup cluster-deps
+	$(BIN)/python -m deploy.cluster_demo
+
+test-cluster: setup cluster-deps
+	$(BIN)/python -m pytest -q -m cluster
 
 test-slow: setup
 	$(BIN)/python -m pytest -n 2 -q -m slow

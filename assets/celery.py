@@ -29,11 +29,11 @@ import dagster as dg
 from dagster_celery import celery_executor
 from dagster_celery.config import DEFAULT_CONFIG
 
-from assets.jobs import DATASET_JOB, SCAN_JOB, dataset_wide_keys, per_scan_keys
-from assets.partitions import scan_partitions
+from assets.jobs import DATASET_JOB, SCAN_JOB, build_jobs
 
-SCAN_JOB_CELERY = f"{SCAN_JOB}_celery"
-DATASET_JOB_CELERY = f"{DATASET_JOB}_celery"
+CELERY_SUFFIX = "_celery"
+SCAN_JOB_CELERY = SCAN_JOB + CELERY_SUFFIX
+DATASET_JOB_CELERY = DATASET_JOB + CELERY_SUFFIX
 BROKER_VARIABLE = "SCAN2QA_CELERY_BROKER"
 BACKEND_VARIABLE = "SCAN2QA_CELERY_BACKEND"
 VISIBILITY_TIMEOUT_VARIABLE = "SCAN2QA_CELERY_VISIBILITY_TIMEOUT"
@@ -99,24 +99,4 @@ def celery_environment_defaults() -> None:
 
 def build_celery_jobs(assets: Sequence[object]) -> list[dg.UnresolvedAssetJobDefinition]:
     celery_environment_defaults()
-    executor = scan2qa_celery_executor()
-    jobs = [
-        dg.define_asset_job(
-            SCAN_JOB_CELERY,
-            selection=dg.AssetSelection.assets(*per_scan_keys(assets)),
-            partitions_def=scan_partitions,
-            executor_def=executor,
-            description="Every per-scan asset of one scan partition, each step run by a Celery worker.",
-        )
-    ]
-    if dataset_wide_keys(assets):
-        jobs.append(
-            dg.define_asset_job(
-                DATASET_JOB_CELERY,
-                selection=dg.AssetSelection.assets(*dataset_wide_keys(assets)),
-                executor_def=executor,
-                tags={"scan2qa/phase": "dataset"},
-                description="The dataset-wide assets (qa, gate, release), each step run by a Celery worker.",
-            )
-        )
-    return jobs
+    return build_jobs(assets, CELERY_SUFFIX, scan2qa_celery_executor(), ", each step run by a Celery worker")

@@ -29,21 +29,28 @@ def dataset_wide_keys(assets: Sequence[object]) -> list[dg.AssetKey]:
     return sorted(key for a in _materializable(assets) if a.partitions_def is None for key in a.keys)
 
 
-def build_jobs(assets: Sequence[object]) -> list[dg.UnresolvedAssetJobDefinition]:
+def build_jobs(
+    assets: Sequence[object], suffix: str = "", executor_def: dg.ExecutorDefinition | None = None, how: str = ""
+) -> list[dg.UnresolvedAssetJobDefinition]:
+    """The per-scan job and (when there are dataset-wide assets) the dataset job; ``suffix`` names a variant
+    with another executor (``assets.celery``). Dataset runs are tagged so the run queue can limit them."""
     jobs = [
         dg.define_asset_job(
-            SCAN_JOB,
+            SCAN_JOB + suffix,
             selection=dg.AssetSelection.assets(*per_scan_keys(assets)),
             partitions_def=scan_partitions,
-            description="Materialize every per-scan asset for one scan partition.",
+            executor_def=executor_def,
+            description=f"Materialize every per-scan asset for one scan partition{how}.",
         )
     ]
     if dataset_wide_keys(assets):
         jobs.append(
             dg.define_asset_job(
-                DATASET_JOB,
+                DATASET_JOB + suffix,
                 selection=dg.AssetSelection.assets(*dataset_wide_keys(assets)),
-                description="Materialize the dataset-wide assets from every scan partition that exists.",
+                executor_def=executor_def,
+                tags={"scan2qa/phase": "dataset"},
+                description=f"Materialize the dataset-wide assets from every scan partition that exists{how}.",
             )
         )
     return jobs

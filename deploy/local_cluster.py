@@ -82,6 +82,29 @@ def port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def process_tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a live process, its live descendants and the descendants they have reaped (``/proc/*/stat``)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        child = int(stat.parent.name)
+        parents[child] = int(fields[1])
+        cpu[child] = sum(int(v) for v in fields[11:15]) / ticks  # utime, stime, cutime, cstime
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        current = frontier.pop()
+        for child, parent in parents.items():
+            if parent == current and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(cpu.get(p, 0.0) for p in tree)
+
+
 @dataclass
 class Service:
     name: str
@@ -140,6 +163,10 @@ class LocalCluster:
         except subprocess.TimeoutExpired:
             os.killpg(service.process.pid, signal.SIGKILL)
             service.process.wait()
+
+    def cpu_seconds(self, name_prefix: str) -> float:
+        """CPU seconds used so far by the services whose names start with ``name_prefix`` (and their children)."""
+        return sum(process_tree_cpu_seconds(s.process.pid) for n, s in self.services.items() if n.startswith(name_prefix))
 
     def kill(self, name: str) -> None:
         """SIGKILL a service and every process it started, as a machine that loses power would."""

@@ -82,6 +82,15 @@ def kill_worker_during_visibility(cluster: LocalCluster, instance, deadline: flo
     raise AssertionError("no visibility step was seen running")
 
 
+def deployment_environment(cluster: LocalCluster, monkeypatch) -> dict[str, str]:
+    """The deployment's environment, also set in this process so the test can read the instance on Postgres."""
+    env = cluster.environment()
+    for name, value in env.items():
+        if name.startswith(("DAGSTER_", "SCAN2QA_", "AWS_")):
+            monkeypatch.setenv(name, value)
+    return env
+
+
 @pytest.fixture
 def cluster(tmp_path):
     require_services()
@@ -104,10 +113,7 @@ def test_backfill_on_celery_survives_a_killed_worker_and_matches_a_local_build(t
     cluster.start_worker("w2")
     cluster.start_daemon()
 
-    env = cluster.environment()
-    for name, value in env.items():
-        if name.startswith(("DAGSTER_", "SCAN2QA_", "AWS_")):
-            monkeypatch.setenv(name, value)
+    env = deployment_environment(cluster, monkeypatch)
     backfill = scan2qa("backfill", "--wait", "--timeout", "1200", env=env)
     with dg.DagsterInstance.get() as instance:
         killed_run, killed_worker = kill_worker_during_visibility(cluster, instance, time.monotonic() + 600)
@@ -166,10 +172,7 @@ def test_worker_that_cannot_reach_the_bucket_fails_its_step_naming_the_uri(tmp_p
 
     cluster.start_worker("lost", SCAN2QA_STORAGE_OPTIONS=json.dumps(unreachable))
     cluster.start_daemon()
-    env = cluster.environment()
-    for name, value in env.items():
-        if name.startswith(("DAGSTER_", "SCAN2QA_", "AWS_")):
-            monkeypatch.setenv(name, value)
+    env = deployment_environment(cluster, monkeypatch)
     backfill = scan2qa("backfill", "--wait", "--timeout", "600", env=env)
     printed, _ = backfill.communicate(timeout=900)
     assert backfill.returncode == 1, printed

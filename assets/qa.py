@@ -13,6 +13,7 @@ import polars as pl
 from assets.partitions import scan_partitions
 from pipeline import schemas
 from pipeline.schemas import BUDGETS
+from pipeline.table_scan import TableParts
 from resources.storage import StorageResource
 
 
@@ -62,12 +63,13 @@ def qa_candidates(
     description="the filtered, subsampled, letter-balanced question table of the whole benchmark (all profiles)",
 )
 def qa(
-    context: dg.AssetExecutionContext, storage: StorageResource, qa_candidates: pl.DataFrame, pinpoint_qa: pl.DataFrame
+    context: dg.AssetExecutionContext, storage: StorageResource, qa_candidates: TableParts, pinpoint_qa: pl.DataFrame
 ) -> pl.DataFrame:
-    from pipeline.qa import finalize_qa
+    from pipeline.qa.finalize import finalize_qa_parts
 
     config = storage.config()
-    tables = [finalize_qa(qa_candidates, profile=p, seed=config.seed) for p in question_profiles(config.profiles)]
+    # Candidates arrive unread: thousands of scans' worth is read in batches of whole scans.
+    tables = finalize_qa_parts(qa_candidates, profiles=question_profiles(config.profiles), seed=config.seed)
     if "pinpointqa" in config.profiles:
         tables.append(schemas.conform("qa", pinpoint_qa))
     table = pl.concat(tables) if tables else schemas.empty("qa")

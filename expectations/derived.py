@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import polars as pl
 
 from pipeline.scoring.metrics import frequency_baseline
@@ -23,45 +24,76 @@ def _letters(options: list[str] | None) -> list[str]:
     return [o.split(".", 1)[0].strip() for o in (options or [])]
 
 
+def _flags(df: pl.DataFrame, names: list[str], compute) -> pl.DataFrame:
+    """Per-row flags computed in Python once per distinct value of ``names`` (values repeat across rows)."""
+    rows = df.select(names).with_row_index("_row").group_by(names).agg(pl.col("_row"))
+    flags = [compute(*values) for values in zip(*(rows[c].to_list() for c in names))]
+    return pl.DataFrame({"_row": rows["_row"], "_flags": flags}).explode("_row").sort("_row")
+
+
+def _found(df: pl.DataFrame, keys: pl.DataFrame, on: list[str]) -> pl.Series:
+    """Per row of ``df``: is its ``on`` tuple among ``keys`` (nulls equal, as in a Python set of tuples)."""
+    marked = keys.select(on).unique().with_columns(pl.lit(True).alias("_found"))
+    joined = df.select(on).join(marked, on=on, how="left", nulls_equal=True, maintain_order="left")
+    return joined["_found"].fill_null(False)
+
+
+def _all_found(qa: pl.DataFrame, keys: pl.DataFrame, on: list[str]) -> pl.Series:
+    """Per qa row: is ``(key[, budget], i)`` among ``keys`` for every ``i`` of ``used_obj_ids`` (none: true)."""
+    used = (
+        qa.select(*on[:-1], pl.col("used_obj_ids").alias(on[-1]))
+        .with_row_index("_row")
+        .filter(pl.col(on[-1]).is_not_null())  # no list: nothing to look up
+        .explode(on[-1], empty_as_null=False)
+    )
+    used = used.with_columns(_found(used, keys, on).alias("_found"))
+    missing = used.filter(~pl.col("_found"))["_row"].to_numpy()
+    ok = np.ones(qa.height, dtype=bool)
+    ok[missing] = False
+    return pl.Series(ok)
+
+
+def _options_flags(options: list[str] | None, ground_truth: str | None) -> tuple[bool, bool]:
+    opts = options or []
+    letters = _letters(opts)
+    texts = [o.split(".", 1)[1].strip() if "." in o else o for o in opts]
+    distinct = len(set(texts)) == len(texts) and len(set(letters)) == len(letters)
+    return distinct, (not opts or ground_truth in letters)
+
+
 def qa_view(qa: pl.DataFrame, objects: pl.DataFrame, scans: pl.DataFrame, object_visibility: pl.DataFrame) -> pl.DataFrame:
-    """The qa table plus one boolean column per cross-table rule."""
-    object_keys = set(zip(objects["key"].to_list(), objects["object_id"].to_list()))
-    scan_keys = set(scans["key"].to_list())
-    visible = set(
-        zip(
-            *object_visibility.filter(pl.col("visible"))
-            .select("key", "budget", "object_id")
-            .to_dict(as_series=False)
-            .values()
-        )
-    )
-    objects_exist, answerable, scan_exists, options_distinct, answer_in_options, count_ok = [], [], [], [], [], []
-    for row in qa.iter_rows(named=True):
-        ids = row["used_obj_ids"] or []
-        real = row["video_kind"] == "real"
-        # Annotation-only scans (no scan row) reference objects by their annotation ids.
-        objects_exist.append(all((row["key"], i) in object_keys for i in ids))
-        scan_exists.append(row["key"] in scan_keys)
-        answerable.append(not real or all((row["key"], row["budget"], i) in visible for i in ids))
-        opts = row["options"] or []
-        letters = _letters(opts)
-        texts = [o.split(".", 1)[1].strip() if "." in o else o for o in opts]
-        options_distinct.append(len(set(texts)) == len(texts) and len(set(letters)) == len(letters))
-        answer_in_options.append(not opts or row["ground_truth"] in letters)
-        if row["question_type"].startswith(COUNTING_PREFIXES):
-            value = row["answer_value"]
-            count_ok.append(value is not None and (value >= 1 or (not real and value == 0)))
-        else:
-            count_ok.append(True)
+    """The qa table plus one boolean column per cross-table rule.
+
+    Membership is joins, not Python sets; the option checks run once per
+    distinct (options, answer) pair. Annotation-only scans (no scan row)
+    reference objects by their annotation ids.
+    """
+    real = (pl.col("video_kind") == "real").fill_null(False)
+    visible = object_visibility.filter(pl.col("visible")).select("key", "budget", "object_id")
+    objects_exist = _all_found(qa, objects.select("key", "object_id"), ["key", "object_id"])
+    visible_all = _all_found(qa, visible, ["key", "budget", "object_id"])
+    flags = _flags(qa, ["options", "ground_truth"], _options_flags)["_flags"]
+    value = pl.col("answer_value")
+    counting = pl.any_horizontal(pl.col("question_type").str.starts_with(p) for p in COUNTING_PREFIXES)
+    count_ok = value.is_not_null() & ~value.is_nan() & ((value >= 1) | (~real & (value == 0)))
     return qa.with_columns(
-        pl.Series("used_objects_exist", objects_exist, dtype=pl.Boolean),
-        pl.Series("scan_exists", scan_exists, dtype=pl.Boolean),
-        pl.Series("answerable", answerable, dtype=pl.Boolean),
-        pl.Series("options_distinct", options_distinct, dtype=pl.Boolean),
-        pl.Series("answer_in_options", answer_in_options, dtype=pl.Boolean),
-        pl.Series("count_in_range", count_ok, dtype=pl.Boolean),
-        pl.col("geometry").map_elements(_is_json, return_dtype=pl.Boolean).alias("geometry_is_json"),
+        objects_exist.alias("used_objects_exist"),
+        _found(qa, scans.select("key"), ["key"]).alias("scan_exists"),
+        (~real | visible_all).alias("answerable"),
+        pl.Series("options_distinct", [f[0] for f in flags.to_list()], dtype=pl.Boolean),
+        pl.Series("answer_in_options", [f[1] for f in flags.to_list()], dtype=pl.Boolean),
+        pl.when(counting).then(count_ok).otherwise(True).alias("count_in_range"),
+        pl.Series("geometry_is_json", _json_flags(qa["geometry"]), dtype=pl.Boolean),
     )
+
+
+def _json_flags(texts: pl.Series, rows: int = 100_000) -> list[bool | None]:
+    """``_is_json`` per row (null stays null), a slice at a time so only one slice is ever Python strings."""
+    return [
+        None if t is None else _is_json(t)
+        for start in range(0, texts.len(), rows)
+        for t in texts.slice(start, rows).to_list()
+    ]
 
 
 def _is_json(text: str | None) -> bool:
@@ -101,7 +133,8 @@ def qa_distribution(qa: pl.DataFrame, min_questions: int = 40) -> pl.DataFrame:
     handful of questions has a high constant-answer score and a lumpy letter
     spread by chance alone.
     """
-    real = qa.filter(pl.col("video_kind") == "real")
+    needed = ["profile", "budget", "question_type", "id", "ground_truth", "options", "video_kind"]
+    real = qa.select(needed).filter(pl.col("video_kind") == "real")
     rows = []
     for (profile, budget, qtype), group in sorted(
         real.group_by(["profile", "budget", "question_type"]), key=lambda kv: tuple(str(k) for k in kv[0])
@@ -128,9 +161,8 @@ def qa_distribution(qa: pl.DataFrame, min_questions: int = 40) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
-def _member(df: pl.DataFrame, keys: set, key_columns: list[str], name: str) -> pl.DataFrame:
-    values = [tuple(r) in keys for r in df.select(key_columns).iter_rows()]
-    return df.with_columns(pl.Series(name, values, dtype=pl.Boolean))
+def _member(df: pl.DataFrame, keys: pl.DataFrame, key_columns: list[str], name: str) -> pl.DataFrame:
+    return df.with_columns(_found(df, keys.rename(dict(zip(keys.columns, key_columns))), key_columns).alias(name))
 
 
 def build_views(tables: dict[str, pl.DataFrame], min_questions_for_distribution: int = 40) -> dict[str, pl.DataFrame]:
@@ -139,8 +171,8 @@ def build_views(tables: dict[str, pl.DataFrame], min_questions_for_distribution:
 
     get = lambda name: tables.get(name, schemas.empty(name))  # noqa: E731
     scans, objects = get("scans"), get("objects")
-    scan_keys = {(k,) for k in scans["key"].to_list()}
-    object_keys = set(zip(objects["key"].to_list(), objects["object_id"].to_list()))
+    scan_keys = scans.select("key")
+    object_keys = objects.select("key", "object_id")
     views: dict[str, pl.DataFrame] = {}
     if "scans" in tables:
         views["scans"] = scans
@@ -162,11 +194,14 @@ def build_views(tables: dict[str, pl.DataFrame], min_questions_for_distribution:
         )
     if "qa" in tables:
         qa = tables["qa"]
-        view = qa_view(qa, objects, scans, get("object_visibility"))
-        numeric_ok = [
-            t.startswith("object_counting") or v is None or v > 0
-            for t, v in zip(view["question_type"].to_list(), view["answer_value"].to_list())
-        ]
-        views["qa"] = view.with_columns(pl.Series("numeric_positive", numeric_ok, dtype=pl.Boolean))
+        value = pl.col("answer_value")
+        numeric_ok = (
+            pl.col("question_type").str.starts_with("object_counting")
+            | value.is_null()
+            | ((value > 0) & ~value.is_nan())
+        )
+        views["qa"] = qa_view(qa, objects, scans, get("object_visibility")).with_columns(
+            numeric_ok.alias("numeric_positive")
+        )
         views["qa_distribution"] = qa_distribution(qa, min_questions_for_distribution)
     return views

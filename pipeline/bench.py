@@ -312,3 +312,41 @@ register(
         format=discovery_bench.format_result,
     ),
 )
+
+
+# --- dataset-wide steps at scale (target owned by pipeline/dataset_bench.py) ---------------------------------------
+
+from pipeline import dataset_bench  # noqa: E402
+
+register(
+    "dataset",
+    Bench(
+        help="the dataset-wide assets (qa, gate, release, report) over replicas of a few built scans (default 2000)",
+        add_arguments=dataset_bench.add_arguments,
+        run=dataset_bench.run_dataset_bench,
+        format=dataset_bench.format_result,
+    ),
+)
+
+
+# --- scale-out (target owned by deploy/scaling_bench.py; imported only when run: it needs Dagster) -------------
+
+
+def _scaling(attribute: str):
+    def call(*args):
+        from deploy import scaling_bench
+
+        return getattr(scaling_bench, attribute)(*args)
+
+    return call
+
+
+register(
+    "scaling",
+    Bench(
+        help="per-scan phase: serial vs --workers N vs 1 and 2 Celery workers on a loopback deployment",
+        add_arguments=_scaling("add_arguments"),
+        run=_scaling("run_scaling_bench"),
+        format=_scaling("format_result"),
+    ),
+)

@@ -50,10 +50,14 @@ class Release:
 
 def content_version(tables: dict[str, pl.DataFrame]) -> str:
     """A version named by content: the same tables give the same version."""
+    return _version_of({name: storage.parquet_bytes(name, df) for name, df in tables.items()})
+
+
+def _version_of(table_bytes: dict[str, bytes]) -> str:
     digest = hashlib.sha256()
-    for name in sorted(tables):
+    for name in sorted(table_bytes):
         digest.update(name.encode())
-        digest.update(storage.parquet_bytes(name, tables[name]))
+        digest.update(table_bytes[name])
     return "r-" + digest.hexdigest()[:12]
 
 
@@ -101,13 +105,15 @@ def write_release(
     """
     releases_dir = Path(releases_dir)
     releases_dir.mkdir(parents=True, exist_ok=True)
-    version = version or content_version(tables)
+    # Serialised once: the same bytes name the version and are written (a million-row qa takes seconds).
+    table_bytes = {name: storage.parquet_bytes(name, tables[name]) for name in sorted(tables)}
+    version = version or _version_of(table_bytes)
     final = releases_dir / version
     staging = releases_dir / f".staging-{version}-{uuid.uuid4().hex[:8]}"
     try:
         (staging / "tables").mkdir(parents=True)
-        for name in sorted(tables):
-            storage.write_table(storage.upath(staging / "tables" / f"{name}.parquet"), name, tables[name])
+        for name, data in table_bytes.items():
+            storage.write_bytes_atomic(storage.upath(staging / "tables" / f"{name}.parquet"), data)
         video_entries = []
         for rel, src in sorted((videos or {}).items()):
             if not isinstance(src, Path):  # on an object store: copied store-side by ``publish``

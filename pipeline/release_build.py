@@ -14,10 +14,11 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import schemas, storage
+from pipeline import storage
 from pipeline.config import Config
 from pipeline.release import RELEASED_TABLES, Release, publish, write_release
 from pipeline.reviews import apply_verdicts, read_verdicts
+from pipeline.table_scan import read_tables
 
 REPORT_TABLES = ("visibility",)  # read for the report's gallery, not released
 
@@ -47,8 +48,7 @@ def read_dataset_table(tables_root: str, name: str, storage_options: dict | None
     if not folder.exists():
         return None
     paths = sorted(p for p in folder.glob("*/*.parquet") if not p.name.startswith("."))
-    frames = [storage.read_table(p, name) for p in paths]
-    return pl.concat(frames, how="vertical") if frames else schemas.empty(name)
+    return read_tables(paths, name)  # one dataset scan, not one read per scan
 
 
 def collect_tables(config: Config, names=RELEASED_TABLES + REPORT_TABLES) -> dict[str, pl.DataFrame]:

@@ -105,7 +105,7 @@ def answerability_table(qa: pl.DataFrame, object_visibility: pl.DataFrame) -> st
         b: set(zip(g["key"].to_list(), g["object_id"].to_list()))
         for (b,), g in object_visibility.filter(pl.col("visible")).group_by(["budget"])
     }
-    base = qa.filter((pl.col("budget") == "all") & (pl.col("video_kind") == "real") & (pl.col("used_obj_ids").list.len() > 0))
+    base = qa.select("key", "profile", "budget", "video_kind", "used_obj_ids").filter((pl.col("budget") == "all") & (pl.col("video_kind") == "real") & (pl.col("used_obj_ids").list.len() > 0))
     rows = []
     for (profile,), group in sorted(base.group_by(["profile"]), key=lambda kv: kv[0]):
         pairs = list(zip(group["key"].to_list(), group["used_obj_ids"].to_list()))
@@ -214,7 +214,9 @@ def render_report(
 
     # Answer distributions (real videos).
     parts.append("<h2>Answer distributions</h2><div class=charts>")
-    real = qa.filter(pl.col("video_kind") == "real")
+    # Only what the charts and baselines read: copying every column of a million questions costs gigabytes.
+    charted = ["id", "profile", "budget", "question_type", "video_kind", "ground_truth", "options", "answer_value"]
+    real = qa.select(charted).filter(pl.col("video_kind") == "real")
     for (profile, t), group in sorted(real.group_by(["profile", "question_type"]), key=lambda kv: kv[0]):
         labels, values = _histogram(group)
         if labels:
@@ -261,11 +263,18 @@ def render_report(
 
     # Gallery.
     parts.append("<h2>Sample questions</h2>")
+    samples = []
     for (t,), group in sorted(qa.group_by(["question_type"]), key=lambda kv: kv[0][0]):
         rng = seeding.rng(seed, "report-gallery", t)
         picks = sorted(rng.choice(group.height, size=min(samples_per_type, group.height), replace=False).tolist())
-        for i in picks:
-            parts.append(_gallery_item(group.row(i, named=True), video_file, frame_samples, visibility, frames_per_question))
+        samples += [group.row(i, named=True) for i in picks]
+    # The sampled questions' scans only, once: every item would otherwise scan every scan's frames.
+    shown = sorted({row["key"] for row in samples})
+    frame_samples, visibility = (
+        df.filter(pl.col("key").is_in(shown)) if "key" in df.columns else df for df in (frame_samples, visibility)
+    )
+    for row in samples:
+        parts.append(_gallery_item(row, video_file, frame_samples, visibility, frames_per_question))
     parts.append("</body></html>")
     return "".join(parts)
 

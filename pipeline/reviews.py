@@ -59,5 +59,8 @@ def apply_verdicts(qa: pl.DataFrame, verdicts: pl.DataFrame) -> tuple[pl.DataFra
     ids = set(qa["id"].to_list())
     rejected = sorted(set(verdicts.filter(pl.col("verdict") == "reject")["qa_id"].to_list()))
     orphans = sorted(set(verdicts["qa_id"].to_list()) - ids)
-    kept = qa.filter(~pl.col("id").is_in(rejected))
+    if rejected or qa["id"].null_count():
+        kept = qa.filter(~pl.col("id").is_in(rejected))
+    else:
+        kept = qa  # nothing to drop: no copy of a million-row table
     return kept, [r for r in rejected if r in ids], orphans

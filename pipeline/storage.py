@@ -113,6 +113,8 @@ def read_table(path: UPath, table_name: str | None = None) -> pl.DataFrame:
     df = pl.from_arrow(table)
     if not table_name:
         return df
+    if table.schema.equals(schemas.schema(table_name)):
+        return df  # written from a conformed frame: conforming again would copy every column twice for nothing
     try:
         return schemas.conform(table_name, df)
     except (ValueError, pl.exceptions.PolarsError) as exc:

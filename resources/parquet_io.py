@@ -7,8 +7,10 @@ and ``<root>/<asset>.parquet`` for dataset-wide assets. Writes go through
 ``pipeline.storage.write_table``, which conforms the frame to its schema and
 renames a finished temporary file into place, so a failed step never leaves a
 truncated or half-replaced table behind. A dataset-wide asset reading a
-per-scan table gets all partitions that exist, concatenated in key order: a
-scan whose partition failed is left out rather than failing the whole dataset.
+per-scan table gets all partitions that exist, concatenated in key order (one
+pyarrow dataset scan, ``pipeline.table_scan``): a scan whose partition failed is
+left out rather than failing the whole dataset. An input annotated
+``TableParts`` gets the files unread, for a step that reads them in batches.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import dagster as dg
 import polars as pl
 from upath import UPath
 
-from pipeline import schemas
 from pipeline.storage import read_table, upath, write_table
+from pipeline.table_scan import TableParts, existing
 
 
 def _table_name(asset_key: dg.AssetKey) -> str:
@@ -57,13 +59,14 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         write_table(path, table, obj)
         context.add_output_metadata({"rows": obj.height, "path": str(path)})
 
-    def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+    def load_input(self, context: dg.InputContext) -> pl.DataFrame | TableParts:
         table = _table_name(context.asset_key)
         if not context.has_asset_partitions:
             return read_table(self.table_path(table), table)
         keys = sorted(context.asset_partition_keys)
         if len(keys) == 1 and context.has_partition_key:
             return read_table(self.table_path(table, keys[0]), table)
-        paths = [self.table_path(table, key) for key in keys]
-        frames = [read_table(path, table) for path in paths if path.exists()]
-        return pl.concat(frames, how="vertical") if frames else schemas.empty(table)
+        parts = TableParts(table, existing([self.table_path(table, key) for key in keys]))
+        # An input annotated ``TableParts`` is read by its step, in batches; any other gets the whole table.
+        wanted = getattr(context.dagster_type, "typing_type", None)
+        return parts if wanted is TableParts else parts.read()

@@ -115,3 +115,48 @@ def test_correct_letters_are_balanced_per_type(candidates):
         # options stay a permutation of the same texts with the right answer at the letter
         for row in group.iter_rows(named=True):
             assert _correct_text(row) == json.loads(row["geometry"])["correct"]
+
+
+def test_vectorised_permutations_match_numpy_generators():
+    import numpy as np
+
+    from pipeline.qa.permutations import seeded_permutations
+    from pipeline.seeding import stable_int
+
+    seeds = [stable_int(0, "distractors", f"q{i}") for i in range(3000)] + [0, 1, 2**32 - 1, 2**32, 2**64 - 1, 12345]
+    sizes = [i % 7 for i in range(len(seeds))]
+    expected = [np.random.default_rng(s).permutation(n).tolist() for s, n in zip(seeds, sizes)]
+    assert seeded_permutations(seeds, sizes) == expected
+
+
+def _parts(tmp_path, candidates: pl.DataFrame):
+    from pipeline.storage import upath, write_table
+    from pipeline.table_scan import TableParts
+
+    paths = []
+    for (key,), group in sorted(candidates.group_by("key"), key=lambda kv: kv[0]):
+        path = upath(tmp_path / "qa_candidates" / f"{key}.parquet")
+        write_table(path, "qa_candidates", group)
+        paths.append(path)
+    return TableParts("qa_candidates", tuple(paths))
+
+
+@pytest.mark.parametrize("files_per_batch", [1, 4])
+def test_batches_of_scans_give_the_same_table_as_all_candidates_at_once(tmp_path, candidates, files_per_batch):
+    from pipeline.qa.finalize import finalize_qa_parts
+
+    parts = _parts(tmp_path, candidates)
+    (batched,) = finalize_qa_parts(parts, profiles=["revsi"], seed=3, files_per_batch=files_per_batch)
+    whole = finalize_qa(parts.read(), profile="revsi", seed=3)
+    assert parquet_bytes("qa", batched) == parquet_bytes("qa", whole)
+
+
+def test_an_id_in_two_scans_falls_back_to_the_whole_table(tmp_path, candidates):
+    from pipeline.qa.finalize import finalize_qa_parts
+
+    keys = sorted(set(candidates["key"]))
+    stray = candidates.filter(pl.col("key") == keys[0]).head(5).with_columns(pl.lit(keys[1]).alias("key"))
+    shared = pl.concat([candidates, stray])
+    parts = _parts(tmp_path, shared)
+    (batched,) = finalize_qa_parts(parts, profiles=["revsi"], seed=0, files_per_batch=1)
+    assert parquet_bytes("qa", batched) == parquet_bytes("qa", finalize_qa(parts.read(), profile="revsi", seed=0))

@@ -203,3 +203,16 @@ def test_each_breakage_blocks_the_release_naming_its_expectation(rule, tmp_path)
         build_release(Config(output_root=str(tmp_path)), tables=tables)
     assert rule in str(blocked.value)
     assert not (tmp_path / "releases" / "LATEST").exists()
+
+
+def test_missing_values_are_skipped_by_column_rules_as_great_expectations_does():
+    t = _tables()
+    t["object_visibility"] = t["object_visibility"].with_columns(
+        pl.when(pl.col("object_id") == 2).then(float("nan")).otherwise(pl.col("max_fraction")).alias("max_fraction")
+    )
+    t["qa"] = t["qa"].with_columns(pl.when(pl.col("id") == "q1").then(None).otherwise(pl.col("geometry")).alias("geometry"))
+    report = run_gate(t)
+    assert report.success, report.summary()
+    t["qa"] = t["qa"].with_columns(pl.when(pl.col("id") == "q1").then(None).otherwise(pl.col("question")).alias("question"))
+    failed = _failed(t)
+    assert failed["qa.question_not_null"].failing_rows == ["q1"] and failed["qa.question_not_null"].unexpected_count == 1

@@ -138,3 +138,26 @@ def test_partition_keys_cannot_escape_the_root(tmp_path):
         io.table_path("frames", "../etc")
     assert str(io.table_path("frames", "scannet/scene0000_00")).endswith("frames/scannet/scene0000_00.parquet")
     assert str(io.table_path("qa")).endswith("qa.parquet")
+
+
+def test_one_scan_over_many_files_reads_what_file_by_file_reads_give(tmp_path):
+    from pipeline.errors import TableError
+    from pipeline.storage import parquet_bytes, upath, write_table
+    from pipeline.table_scan import existing, read_files, read_tables
+
+    paths = []
+    for i in range(5):
+        path = upath(tmp_path / "frame_samples" / "synthetic" / f"s{i}.parquet")
+        write_table(path, "frame_samples", frame_samples_for(f"synthetic/s{i}") if i != 2 else schemas.empty("frame_samples"))
+        paths.append(path)
+    missing = upath(tmp_path / "frame_samples" / "synthetic" / "gone.parquet")
+    assert existing([*paths, missing]) == tuple(paths)
+    scanned, one_by_one = read_tables(paths, "frame_samples"), read_files(paths, "frame_samples")
+    assert scanned.equals(one_by_one) and scanned["key"].unique(maintain_order=True).to_list()[0] == "synthetic/s0"
+    assert parquet_bytes("frame_samples", scanned) == parquet_bytes("frame_samples", one_by_one)
+    assert read_tables(paths, "frame_samples", ["rank", "key"]).columns == ["rank", "key"]
+    # A file without one of the schema's columns fails naming that file, as a per-file read does.
+    pq.write_table(schemas.to_arrow("frame_samples", frame_samples_for("synthetic/s9")).drop(["timestamp"]),
+                   str(tmp_path / "frame_samples" / "synthetic" / "s9.parquet"))
+    with pytest.raises(TableError, match="s9.parquet"):
+        read_tables([*paths, upath(tmp_path / "frame_samples" / "synthetic" / "s9.parquet")], "frame_samples")

@@ -12,46 +12,95 @@ their letters, and the question id does not depend on option order.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
-from pipeline.qa.ids import unit_draw
+from pipeline.qa.ids import stable_ints, unit_draws
+from pipeline.qa.permutations import seeded_permutations
 from pipeline.qa.templates import format_options, option_text
 from pipeline.seeding import rng
 
 
-def arrange_options(texts: Sequence[str], correct: str, target: int, seed: int, qid: str) -> list[str]:
-    """Option texts with ``correct`` at index ``target`` and the distractors in a seeded order."""
+def arrange_options(
+    texts: Sequence[str], correct: str, target: int, seed: int, qid: str, order: Sequence[int] | None = None
+) -> list[str]:
+    """Option texts with ``correct`` at index ``target`` and the distractors in a seeded order.
+
+    ``order`` is that seeded order when already drawn (``distractor_orders``).
+    """
     distractors = [t for t in texts if t != correct]
-    order = rng(seed, "distractors", qid).permutation(len(distractors))
+    if order is None:
+        order = rng(seed, "distractors", qid).permutation(len(distractors))
     arranged = [distractors[int(i)] for i in order]
     arranged.insert(int(target), correct)
     return arranged
+
+
+def distractor_orders(seed: int, qids: Sequence[str], counts: Sequence[int]) -> list[list[int]]:
+    """``rng(seed, "distractors", qid).permutation(count)`` for many questions at once, the same numbers."""
+    return seeded_permutations(stable_ints(seed, "distractors", qids), counts)
 
 
 def correct_text(row: dict) -> str:
     return json.loads(row["geometry"])["correct"]
 
 
+CHUNK_ROWS = 200_000  # MCQ rows turned into Python objects at a time
+
+
+def _arranged(chunk: pl.DataFrame, seed: int, letters: Sequence[str]) -> pa.Array:
+    ids, targets = chunk["id"].to_list(), chunk["_target"].to_list()
+    texts = [[option_text(o) for o in opts] for opts in chunk["options"].to_list()]
+    corrects = [correct_text({"geometry": g}) for g in chunk["geometry"].to_list()]
+    counts = [sum(t != c for t in ts) for ts, c in zip(texts, corrects)]
+    orders = distractor_orders(seed, ids, counts)
+    options = [
+        format_options(arrange_options(ts, c, target, seed, qid, order), letters)
+        for ts, c, target, qid, order in zip(texts, corrects, targets, ids, orders)
+    ]
+    # Through Arrow: polars builds a list column from Python lists one Series per row.
+    return pa.array(options, pa.list_(pa.string()))
+
+
 def balance_letters(qa: pl.DataFrame, *, seed: int, letters: Sequence[str]) -> pl.DataFrame:
-    """Reassign option letters of every MCQ row; numeric rows pass through unchanged."""
+    """Reassign option letters of every MCQ row; numeric rows pass through unchanged.
+
+    Ranking within groups is one sort; only the MCQ rows' options and ground
+    truth are rebuilt (in Python, a chunk at a time, with the distractor orders
+    drawn for the whole chunk at once), and every other column is left as it
+    is, so a benchmark of millions of rows never becomes Python objects.
+    """
     if qa.is_empty():
         return qa
-    rows = qa.to_dicts()
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    for i, row in enumerate(rows):
-        if row["options"]:
-            group = (row["profile"], row["question_type"], row["budget"], row["video_kind"], len(row["options"]))
-            groups[group].append(i)
-    for (_, _, _, _, n), members in groups.items():
-        members.sort(key=lambda i: (unit_draw(seed, "letter", rows[i]["id"]), rows[i]["id"]))
-        for rank, i in enumerate(members):
-            row = rows[i]
-            texts = [option_text(o) for o in row["options"]]
-            correct = correct_text(row)
-            target = rank % n
-            row["options"] = format_options(arrange_options(texts, correct, target, seed, row["id"]), letters)
-            row["ground_truth"] = letters[target]
-    return pl.DataFrame(rows, schema=qa.schema)
+    group = ["profile", "question_type", "budget", "video_kind", "_n"]
+    mcq = (
+        qa.with_row_index("_row")
+        .with_columns(pl.col("options").list.len().fill_null(0).alias("_n"))
+        .filter(pl.col("_n") > 0)
+        .select("_row", "id", "options", "geometry", *group)
+    )
+    if mcq.is_empty():
+        return qa
+    ranked = (
+        mcq.with_columns(pl.Series("_draw", unit_draws(seed, "letter", mcq["id"].to_list()), dtype=pl.Float64))
+        .sort([*group, "_draw", "id"], maintain_order=True)
+        .with_columns((pl.int_range(pl.len()).over(group) % pl.col("_n")).alias("_target"))
+        .select("_row", "id", "options", "geometry", "_target")
+        .sort("_row")
+    )
+    del mcq
+    arranged = pa.chunked_array(
+        [_arranged(ranked.slice(start, CHUNK_ROWS), seed, letters) for start in range(0, ranked.height, CHUNK_ROWS)],
+        pa.list_(pa.string()),
+    )
+    truths = pl.Series([letters[t] for t in ranked["_target"].to_list()], dtype=pl.String)
+    # Row i takes its own value, or (an MCQ row) the k-th rebuilt one, appended after the originals.
+    take = np.arange(qa.height, dtype=np.int64)
+    take[ranked["_row"].to_numpy()] = qa.height + np.arange(ranked.height)
+    take = pl.Series(take)
+    options = pl.concat([qa["options"], pl.Series(arranged).cast(qa.schema["options"])]).gather(take)
+    ground_truth = pl.concat([qa["ground_truth"], truths.cast(qa.schema["ground_truth"])]).gather(take)
+    return qa.with_columns(options.alias("options"), ground_truth.alias("ground_truth"))

@@ -19,11 +19,11 @@ profile (``keep`` and ``exclude`` of each task):
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 
+import numpy as np
 import polars as pl
 
-from pipeline.qa.ids import unit_draw
+from pipeline.qa.ids import unit_draws
 from pipeline.qa.profiles import Profile, TaskRule
 
 
@@ -50,38 +50,71 @@ def keep_probability(rule: TaskRule, geometry: dict, answer_value: float | None)
     return p
 
 
+def _is_real() -> pl.Expr:
+    return (pl.col("video_kind") == "real").fill_null(False)
+
+
+def _without_rows(qa: pl.DataFrame, rows: list[int]) -> pl.DataFrame:
+    if not rows:
+        return qa
+    keep = np.ones(qa.height, dtype=bool)
+    keep[rows] = False
+    return qa.filter(pl.Series(keep))
+
+
 def apply_keep_rules(qa: pl.DataFrame, profile: Profile, seed: int) -> pl.DataFrame:
-    """Drop excluded questions and subsample real-video questions; dummy questions follow later."""
-    keep = []
-    for row in qa.select("id", "question_type", "video_kind", "geometry", "answer_value").iter_rows(named=True):
-        if row["video_kind"] != "real":
-            keep.append(True)
+    """Drop excluded questions and subsample real-video questions; dummy questions follow later.
+
+    Only types whose rule excludes names or sets keep rates can lose a
+    question, so only their geometry is parsed, and only a probability
+    strictly between 0 and 1 needs a draw.
+    """
+    real = qa.with_row_index("_row").filter(_is_real())
+    rules = {t: profile.task(t) for t in real["question_type"].unique(maintain_order=True).to_list()}
+    active = [t for t, rule in rules.items() if rule.exclude or rule.keep]
+    real = real.filter(pl.col("question_type").is_in(active))
+    dropped, uncertain = [], []
+    for row, qid, question_type, geometry, answer in zip(
+        *(real[c].to_list() for c in ("_row", "id", "question_type", "geometry", "answer_value"))
+    ):
+        p = keep_probability(rules[question_type], json.loads(geometry), answer)
+        if p >= 1.0:
             continue
-        p = keep_probability(profile.task(row["question_type"]), json.loads(row["geometry"]), row["answer_value"])
-        keep.append(p >= 1.0 or unit_draw(seed, "keep", row["id"]) < p)
-    return qa.filter(pl.Series(keep, dtype=pl.Boolean))
+        if p > 0.0:
+            uncertain.append((row, qid, p))
+        else:
+            dropped.append(row)  # a draw in [0, 1) is never below p <= 0
+    draws = unit_draws(seed, "keep", [qid for _, qid, _ in uncertain])
+    dropped += [row for (row, _, p), draw in zip(uncertain, draws) if not draw < p]
+    return _without_rows(qa, dropped)
 
 
 def apply_caps(qa: pl.DataFrame, profile: Profile, seed: int) -> pl.DataFrame:
-    """At most ``cap_per_scene`` real questions per scan, budget and type: the lowest draws win."""
-    groups: dict[tuple, list[tuple[float, str]]] = defaultdict(list)
-    for row in qa.select("id", "key", "budget", "question_type", "video_kind").iter_rows(named=True):
-        if row["video_kind"] == "real":
-            draw = unit_draw(seed, "cap", row["id"])
-            groups[(row["key"], row["budget"], row["question_type"])].append((draw, row["id"]))
-    dropped: set[str] = set()
-    for (_, _, question_type), members in groups.items():
-        cap = profile.task(question_type).cap_per_scene
-        if cap is not None and len(members) > cap:
-            dropped.update(qid for _, qid in sorted(members)[cap:])
-    return qa.filter(~pl.col("id").is_in(sorted(dropped))) if dropped else qa
+    """At most ``cap_per_scene`` real questions per scan, budget and type: the lowest draws (then ids) win."""
+    real = qa.filter(_is_real()).select("id", "key", "budget", "question_type")
+    if real.is_empty():
+        return qa
+    caps = {t: profile.task(t).cap_per_scene for t in real["question_type"].unique(maintain_order=True).to_list()}
+    group = ["key", "budget", "question_type"]
+    # Only a group over its cap loses questions, so only its members need a draw.
+    over = real.with_columns(pl.col("question_type").replace_strict(caps, return_dtype=pl.Int64).alias("_cap")).filter(
+        pl.col("_cap").is_not_null() & (pl.len().over(group) > pl.col("_cap"))
+    )
+    ranked = (
+        over.with_columns(pl.Series("_draw", unit_draws(seed, "cap", over["id"].to_list()), dtype=pl.Float64))
+        .sort([*group, "_draw", "id"], maintain_order=True)
+        .with_columns(pl.int_range(pl.len()).over(group).alias("_rank"))
+    )
+    dropped = ranked.filter(pl.col("_rank") >= pl.col("_cap"))["id"]
+    return qa.filter(~pl.col("id").is_in(dropped.unique().sort().to_list())) if dropped.len() else qa
 
 
 def follow_real_questions(qa: pl.DataFrame) -> pl.DataFrame:
     """Keep a dummy-video question exactly when its real counterpart is kept."""
     real_ids = set(qa.filter(pl.col("video_kind") == "real")["id"].to_list())
-    keep = [
-        kind == "real" or json.loads(geometry).get("real_id") in real_ids
-        for kind, geometry in zip(qa["video_kind"].to_list(), qa["geometry"].to_list())
+    dummy = qa.with_row_index("_row").filter(~_is_real())
+    dropped = [
+        row for row, geometry in zip(dummy["_row"].to_list(), dummy["geometry"].to_list())
+        if json.loads(geometry).get("real_id") not in real_ids
     ]
-    return qa.filter(pl.Series(keep, dtype=pl.Boolean))
+    return _without_rows(qa, dropped)

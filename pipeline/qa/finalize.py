@@ -6,9 +6,19 @@ letter balancing across the whole benchmark, then a stable sort. Everything is
 a function of (seed, question id), so the same seed gives byte-identical
 tables and a different seed changes only which questions are kept and the
 letters of their options, never an answer.
+
+The first steps (duplicate ids, keep rules, caps) only ever compare a
+question with questions of its own scan, so ``finalize_qa_parts`` runs them
+over batches of whole scan files and keeps only what survives: the candidates
+of thousands of scans (millions of rows, most of them dropped) are never in
+memory at once. It checks the premise as it goes (no scan key and no question
+id in two batches) and otherwise falls back to ``finalize_qa`` over the whole
+table, so both give the same table for the same candidates.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -16,16 +26,64 @@ from pipeline import schemas
 from pipeline.qa.balance import balance_letters
 from pipeline.qa.filters import apply_caps, apply_keep_rules, follow_real_questions
 from pipeline.qa.profiles import Profile, load_profile
+from pipeline.table_scan import TableParts
 
 SORT_COLUMNS = ["key", "budget", "question_type", "video_kind", "id"]
+FILES_PER_BATCH = 100  # scans per batch of finalize_qa_parts: a few hundred thousand candidate rows
 
 
-def finalize_qa(candidates: pl.DataFrame, *, profile: str | Profile, seed: int) -> pl.DataFrame:
-    prof = profile if isinstance(profile, Profile) else load_profile(profile)
-    qa = schemas.conform("qa", candidates).filter(pl.col("profile") == prof.name)
+def _profile(profile: str | Profile) -> Profile:
+    return profile if isinstance(profile, Profile) else load_profile(profile)
+
+
+def _per_scan_steps(candidates: pl.DataFrame, prof: Profile, seed: int) -> pl.DataFrame:
+    qa = schemas.conform("qa", candidates.filter(pl.col("profile") == prof.name))
     qa = qa.unique(subset="id", keep="first", maintain_order=True)
     qa = apply_keep_rules(qa, prof, seed)
-    qa = apply_caps(qa, prof, seed)
+    return apply_caps(qa, prof, seed)
+
+
+def _benchmark_steps(qa: pl.DataFrame, prof: Profile, seed: int) -> pl.DataFrame:
     qa = follow_real_questions(qa)
     qa = balance_letters(qa, seed=seed, letters=prof.letters)
     return schemas.conform("qa", qa.sort(SORT_COLUMNS))
+
+
+def finalize_qa(candidates: pl.DataFrame, *, profile: str | Profile, seed: int) -> pl.DataFrame:
+    prof = _profile(profile)
+    return _benchmark_steps(_per_scan_steps(candidates, prof, seed), prof, seed)
+
+
+def finalize_qa_parts(
+    parts: TableParts, *, profiles: Sequence[str | Profile], seed: int, files_per_batch: int = FILES_PER_BATCH
+) -> list[pl.DataFrame]:
+    """``finalize_qa`` of each profile over a per-scan candidates table read in batches of whole files."""
+    profs = [_profile(p) for p in profiles]
+    if not profs:
+        return []
+    survivors: dict[str, list[pl.DataFrame]] = {p.name: [] for p in profs}
+    seen_keys: set[str | None] = set()
+    id_hashes = []
+    for index, batch in enumerate(parts.batches(files_per_batch)):
+        keys = set(batch["key"].unique().to_list())
+        if keys & seen_keys:  # a scan split across batches: its caps need all of it at once
+            return _whole(parts, profs, seed)
+        seen_keys |= keys
+        id_hashes.append(batch.select(pl.struct("profile", "id").hash().unique().alias("h")))
+        for prof in profs:
+            # Conformed anew: a filtered frame's strings still point into the whole batch's buffers,
+            # which would keep every candidate of every batch alive; the copy holds only the survivors.
+            survivors[prof.name].append(schemas.conform("qa", _per_scan_steps(batch, prof, seed)))
+        del batch
+    if id_hashes and pl.concat(id_hashes)["h"].is_duplicated().any():
+        # An id in two batches (or a hash collision): the first occurrence must win across batches.
+        return _whole(parts, profs, seed)
+    return [
+        _benchmark_steps(pl.concat(survivors[p.name]) if survivors[p.name] else schemas.empty("qa"), p, seed)
+        for p in profs
+    ]
+
+
+def _whole(parts: TableParts, profs: list[Profile], seed: int) -> list[pl.DataFrame]:
+    candidates = parts.read()
+    return [finalize_qa(candidates, profile=p, seed=seed) for p in profs]

@@ -10,9 +10,12 @@ counterpart's text.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 
 from pipeline.seeding import stable_id, stable_int
+
+_TWO_64 = 2.0**64
 
 
 def question_id(
@@ -25,6 +28,18 @@ def question_id(
 def unit_draw(seed: int, purpose: str, qid: str) -> float:
     """A uniform number in [0, 1) fixed by (seed, purpose, question id): every sampling decision uses it."""
     return stable_int(seed, purpose, qid) / 2.0**64
+
+
+def stable_ints(seed: int, purpose: str, qids: Iterable[object]) -> list[int]:
+    """``stable_int(seed, purpose, qid)`` of many ids, with the shared prefix formatted once."""
+    prefix = f"{seed}\x1f{purpose}\x1f"
+    sha256, from_bytes = hashlib.sha256, int.from_bytes
+    return [from_bytes(sha256(f"{prefix}{q}".encode()).digest()[:8], "little") for q in qids]
+
+
+def unit_draws(seed: int, purpose: str, qids: Iterable[object]) -> list[float]:
+    """``unit_draw`` of many ids at once: the same numbers (the dataset-wide step draws for millions)."""
+    return [value / _TWO_64 for value in stable_ints(seed, purpose, qids)]
 
 
 def presentation_key(*parts: object) -> int:

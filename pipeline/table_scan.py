@@ -1,0 +1,124 @@
+"""One table stored as many per-scan files, read in one pyarrow dataset scan.
+
+A dataset-wide step reads each per-scan table from every partition. Opening,
+decoding and conforming thousands of files one at a time costs more than the
+data; one dataset scan over the file list reads them with pyarrow's threads and
+casts to the table's schema in the same pass. Each file stays one chunk of the
+result, as ``pl.concat`` of per-file reads gave: the Parquet writer's pages
+follow chunk boundaries, so tables written from the result are the same bytes.
+
+Whatever the scan cannot take as it is (an unreadable file, a file whose
+columns are not the schema's, a file split into several batches) is read again
+file by file with ``storage.read_table``, whose errors name the file, so bad
+input fails exactly as it did before.
+
+``TableParts`` is the unread form: a step over millions of rows reads it in
+batches of whole files instead of holding every column of every scan at once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+from upath import UPath
+
+from pipeline import schemas, storage
+
+_MAX_BATCH_ROWS = 1 << 30  # a file is never split into several batches by the scanner
+
+
+@dataclass(frozen=True)
+class TableParts:
+    """A per-scan table as its files, in key order; nothing is read until asked."""
+
+    name: str
+    paths: tuple[UPath, ...]
+
+    def read(self, columns: Sequence[str] | None = None) -> pl.DataFrame:
+        return read_tables(self.paths, self.name, columns)
+
+    def batches(self, files: int) -> Iterator[pl.DataFrame]:
+        """The table in slices of ``files`` whole files (so no scan is split between two slices)."""
+        for start in range(0, len(self.paths), max(files, 1)):
+            yield read_tables(self.paths[start : start + files], self.name)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+def existing(paths: Sequence[UPath]) -> tuple[UPath, ...]:
+    """The paths that exist, in order; on an object store one listing per folder instead of a request per file."""
+    if not paths:
+        return ()
+    if storage.is_local(paths[0]):
+        return tuple(p for p in paths if os.path.exists(p.path))
+    listed: dict[str, set[str]] = {}
+    kept = []
+    for path in paths:
+        folder = path.parent
+        if folder.path not in listed:
+            with storage.reaching(folder):
+                try:
+                    listed[folder.path] = {entry.rstrip("/") for entry in folder.fs.ls(folder.path, detail=False)}
+                except FileNotFoundError:
+                    listed[folder.path] = set()
+        if path.path in listed[folder.path]:
+            kept.append(path)
+    return tuple(kept)
+
+
+def _filesystem(path: UPath) -> pafs.FileSystem:
+    if storage.is_local(path):
+        return pafs.LocalFileSystem()
+    return pafs.PyFileSystem(pafs.FSSpecHandler(path.fs))
+
+
+def read_files(paths: Sequence[UPath], table_name: str) -> pl.DataFrame:
+    """The file-by-file read: each file conformed on its own, then concatenated."""
+    frames = [storage.read_table(path, table_name) for path in paths]
+    return pl.concat(frames, how="vertical") if frames else schemas.empty(table_name)
+
+
+def _scan(paths: Sequence[UPath], table_name: str, columns: Sequence[str] | None) -> pl.DataFrame | None:
+    """All files in one scan, or None when the scan would not give what per-file reads give."""
+    schema = schemas.schema(table_name)
+    dataset = ds.dataset([p.path for p in paths], schema=schema, format="parquet", filesystem=_filesystem(paths[0]))
+    non_empty = 0
+    for fragment in dataset.get_fragments():
+        # A scan with an explicit schema fills a missing column with nulls and drops extra ones;
+        # conform refuses both, so such files take the per-file path and its error.
+        if sorted(fragment.physical_schema.names) != sorted(schema.names):
+            return None
+        non_empty += fragment.metadata.num_rows > 0
+    # Each batch (one per file) becomes polars as it arrives, so Arrow never holds the whole table too.
+    batches = dataset.to_batches(columns=list(columns) if columns is not None else None, batch_size=_MAX_BATCH_ROWS)
+    frames = [pl.from_arrow(batch) for batch in batches if batch.num_rows]
+    if len(frames) != non_empty:
+        return None
+    if not frames:
+        empty = schemas.empty(table_name)
+        return empty.select(columns) if columns is not None else empty
+    return pl.concat(frames, how="vertical", rechunk=False)
+
+
+def read_tables(paths: Sequence[UPath], table_name: str, columns: Sequence[str] | None = None) -> pl.DataFrame:
+    """Every file of one table, conformed, rows in path order (``columns``: only those, in that order)."""
+    df = None
+    if paths:
+        try:
+            with storage.reaching(paths[0]):
+                df = _scan(paths, table_name, columns)
+        except storage.StorageUnreachable:
+            raise
+        except (OSError, ValueError, pa.ArrowException):
+            df = None  # the per-file read below names the file that caused it
+    if df is not None:
+        return df
+    df = read_files(paths, table_name)
+    return df.select(columns) if columns is not None else df

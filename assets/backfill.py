@@ -27,7 +27,7 @@ import dagster as dg
 
 from assets.celery import DATASET_JOB_CELERY, SCAN_JOB_CELERY
 from assets.jobs import DATASET_JOB, SCAN_JOB
-from pipeline.discovery import discover_scans
+from pipeline.scene.discovery import discover_scans
 
 BATCH_TAG = "scan2qa/batch"
 TERMINAL = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}

@@ -22,7 +22,7 @@ import dagster as dg
 
 from pipeline.config import Config, load_config
 from pipeline.errors import ConfigError
-from pipeline.discovery import discover_scans
+from pipeline.scene.discovery import discover_scans
 from pipeline.storage import upath
 from pipeline.threads import available_cores, threads_per_worker
 
@@ -171,7 +171,7 @@ def release_summary(config: Config) -> list[str]:
 
 def gate_failures(config: Config) -> str:
     """Which expectations blocked the release, on which rows (the check's own message names only counts)."""
-    from pipeline.release_build import collect_tables, run_release_gate
+    from pipeline.release.build import collect_tables, run_release_gate
 
     return run_release_gate(collect_tables(config), config).summary()
 

@@ -21,7 +21,7 @@ from resources.storage import StorageResource
     description="source frames of the 16/32/64-frame budgets (nested, SPEC §2) and of the all-frame sequence",
 )
 def frame_samples(context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame) -> pl.DataFrame:
-    from pipeline.frames import sample_frames
+    from pipeline.frames.budgets import sample_frames
 
     table = sample_frames(frames.filter(pl.col("key") == context.partition_key), storage.config())
     context.add_output_metadata({"rows": table.height})
@@ -37,8 +37,8 @@ def frame_samples(context: dg.AssetExecutionContext, storage: StorageResource, f
 def scan_videos(
     context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame, frame_samples: pl.DataFrame
 ) -> dg.MaterializeResult:
-    from pipeline.frames import all_frame_fps
-    from pipeline.video import write_scan_videos
+    from pipeline.frames.budgets import all_frame_fps
+    from pipeline.frames.video import write_scan_videos
 
     config = storage.config()
     key = context.partition_key

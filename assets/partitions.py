@@ -1,7 +1,7 @@
 """One dynamic partition per scan, keyed ``"<dataset>/<scene_id>"``.
 
 Dagster accepts "/" in partition keys, so the key is the scan key of
-``pipeline.scene.ParsedScan.key`` verbatim and maps directly onto the table
+``pipeline.scene.parsed.ParsedScan.key`` verbatim and maps directly onto the table
 layout ``tables/<table>/<dataset>/<scene_id>.parquet``. Partitions are added by
 the discovery sensor and by ``scan2qa build``, whose runs carry the scan folder
 discovery found in the ``SOURCE_TAG`` run tag, so no step has to search the

@@ -24,8 +24,8 @@ CHECKED_TABLES = [suite.table for suite in build_suites()]
     can_subset=False,
 )
 def release_expectations(context: dg.AssetCheckExecutionContext, storage: StorageResource):
-    from pipeline.release import RELEASED_TABLES
-    from pipeline.release_build import collect_tables, run_release_gate
+    from pipeline.release.atomic import RELEASED_TABLES
+    from pipeline.release.build import collect_tables, run_release_gate
 
     config = storage.config()
     # Only what the gate validates: the report's extra tables (per-frame visibility) are read by the release.
@@ -60,7 +60,7 @@ def reviewer_verdicts(storage: StorageResource) -> dg.DataVersion:
 
 @dg.asset(deps=["qa", reviewer_verdicts], group_name="release", description="gated, atomic release with manifest, reviewer report and Data Docs")
 def release(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
-    from pipeline.release_build import build_release
+    from pipeline.release.build import build_release
 
     outcome = build_release(storage.config())
     manifest = outcome.release.manifest

@@ -13,9 +13,9 @@ import dagster as dg
 
 from assets.partitions import SOURCE_TAG, scan_partitions
 from pipeline.config import Config
-from pipeline.discovery import locate_scan, within_root
+from pipeline.scene.discovery import locate_scan, within_root
 from pipeline.errors import ScanError, TableError
-from pipeline.scene import ParsedScan
+from pipeline.scene.parsed import ParsedScan
 from pipeline.storage import reaching
 from resources.storage import StorageResource
 
@@ -62,7 +62,7 @@ def scan_location(context: dg.AssetExecutionContext, config: Config) -> str:
 def load_partition_scan(context: dg.AssetExecutionContext, storage: StorageResource) -> ParsedScan:
     """Parse the scan behind the run's partition; per-scan assets that need the mesh or images call this."""
     # Readers pull in mesh and image libraries; importing them at run time keeps the code location quick to load.
-    from pipeline.readers import read_scan
+    from pipeline.scene.readers import read_scan
 
     key = context.partition_key
     config = storage.config()
@@ -87,7 +87,7 @@ def load_partition_scan(context: dg.AssetExecutionContext, storage: StorageResou
     can_subset=False,
 )
 def scene(context: dg.AssetExecutionContext, storage: StorageResource):
-    from pipeline.scene_tables import scene_tables
+    from pipeline.scene.tables import scene_tables
 
     parsed = load_partition_scan(context, storage)
     tables = scene_tables(parsed, storage.config())

@@ -1,6 +1,6 @@
 """Sensors: discover scans and request their runs; refresh dataset-wide assets after scan runs.
 
-``scan_discovery`` runs one bounded step of ``pipeline.discovery.discovery_tick``
+``scan_discovery`` runs one bounded step of ``pipeline.scene.discovery.discovery_tick``
 per evaluation: it lists the scans root, fingerprints new scans and the next
 known ones in a rotation kept in the cursor (at most
 ``discovery.max_scans_per_tick`` scans or ``discovery.max_seconds_per_tick``
@@ -21,7 +21,7 @@ import dagster as dg
 from assets.deployment import sensor_dataset_job, sensor_scan_job, sensor_status
 from assets.jobs import dataset_wide_keys
 from assets.partitions import SOURCE_TAG, scan_partitions
-from pipeline.discovery import DiscoveryState, discovery_tick
+from pipeline.scene.discovery import DiscoveryState, discovery_tick
 from resources.storage import StorageResource
 
 ACTIVE_STATUSES = [

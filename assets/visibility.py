@@ -22,7 +22,7 @@ from resources.storage import StorageResource
 )
 def visibility(context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame) -> pl.DataFrame:
     from pipeline import schemas
-    from pipeline.visibility import compute_visibility
+    from pipeline.visibility.cast import compute_visibility
 
     key = context.partition_key
     scan_frames = frames.filter(pl.col("key") == key)
@@ -48,8 +48,8 @@ def object_visibility(
     frame_samples: pl.DataFrame,
     objects: pl.DataFrame,
 ) -> pl.DataFrame:
-    from pipeline.visibility import object_visibility as decide
-    from pipeline.visibility import read_visibility_overrides
+    from pipeline.visibility.cast import object_visibility as decide
+    from pipeline.visibility.cast import read_visibility_overrides
 
     config = storage.config()
     overrides = read_visibility_overrides(config.tables_root, config.storage_options)
@@ -75,7 +75,7 @@ def dummy_videos(
     frames: pl.DataFrame,
 ) -> pl.DataFrame:
     from pipeline import schemas
-    from pipeline.dummy_videos import make_dummy_videos
+    from pipeline.frames.dummy_videos import make_dummy_videos
     from pipeline.qa.dummy import dummy_object_sets
 
     config = storage.config()

@@ -18,7 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("pipeline.synth.command", "write synthetic scans in a native dataset layout"),
     "build": ("assets.build", "discover scans, register partitions and materialize the asset graph"),
     "backfill": ("assets.backfill", "queue every scan as a Dagster backfill on a deployment (Postgres, Celery)"),
-    "bench": ("pipeline.bench", "measure throughput against a baseline measured in the same run"),
+    "bench": ("pipeline.bench.command", "measure throughput against a baseline measured in the same run"),
     "generate": ("pipeline.qa.generate_command", "questions from ReVSI/VSI-Bench annotation files, without scans"),
     "stats": ("pipeline.qa.stats", "question counts, answer distributions and baselines per type and budget"),
     "export": ("pipeline.exports.command", "write a released benchmark in a harness layout"),

@@ -15,7 +15,9 @@ from typing import Any
 
 import yaml
 
+from pipeline.config_files import build_dataclass, read_yaml_mapping
 from pipeline.errors import ConfigError
+from pipeline.pinpoint.config import PinpointConfig
 
 
 @dataclass
@@ -43,7 +45,7 @@ class GateConfig:
 
 @dataclass
 class DiscoveryConfig:
-    # Work one scan_discovery tick may do (pipeline.discovery): scans fingerprinted, and a soft time limit
+    # Work one scan_discovery tick may do (pipeline.scene.discovery): scans fingerprinted, and a soft time limit
     # after which no new fingerprint starts; both keep a tick well inside Dagster's 60 s evaluation limit.
     max_scans_per_tick: int = 500
     max_seconds_per_tick: float = 20.0
@@ -78,46 +80,10 @@ class Config:
 
     def pinpoint_config(self):
         """PinpointQA thresholds: the defaults with this run's ``pinpointqa`` overrides (validated)."""
-        from pipeline.pinpoint.config import PinpointConfig
-
         return PinpointConfig.from_mapping(self.pinpointqa)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def build_dataclass(cls, values: dict[str, Any], where: str):
-    """A (nested) config dataclass from a mapping; unknown keys are an error naming where they were."""
-    known = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        raise ConfigError(f"{where}: unknown keys {unknown}; known: {sorted(known)}")
-    kwargs = {}
-    for name, value in values.items():
-        default = getattr(cls(), name)
-        if dataclasses.is_dataclass(default):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{where}.{name}: expected a mapping, got {type(value).__name__}")
-            kwargs[name] = build_dataclass(type(default), value, f"{where}.{name}")
-        elif isinstance(default, tuple):
-            kwargs[name] = tuple(value)
-        else:
-            kwargs[name] = value
-    return cls(**kwargs)
-
-
-def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
-    """A YAML file whose top level is a mapping; a missing or malformed file is a one-line ConfigError."""
-    candidate = Path(path)
-    if not candidate.exists():
-        raise ConfigError(f"{candidate}: config file not found")
-    try:
-        values = yaml.safe_load(candidate.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{candidate}: not valid YAML: {exc}".splitlines()[0]) from None
-    if not isinstance(values, dict):
-        raise ConfigError(f"{candidate}: expected a mapping at the top level")
-    return values
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> Config:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.config import Config
-from pipeline.readers import read_scan
-from pipeline.scene_tables import scene_tables
+from pipeline.scene.readers import read_scan
+from pipeline.scene.tables import scene_tables
 from pipeline.synth.scannet_writer import TRUTH_SUFFIX, write_scannet
 from pipeline.synth.scene import generate_scene
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.scene import OrientedBox
+from pipeline.scene.parsed import OrientedBox
 
 
 def horizontal(extent, rotation) -> tuple[np.ndarray, float]:

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.config import Config
 from pipeline.errors import ScanError
-from pipeline.readers import read_scan
+from pipeline.scene.readers import read_scan
 
 
 def scan_error(folder, config: Config | None = None) -> str:

@@ -10,7 +10,7 @@ import pytest
 import shapely
 
 from pipeline.errors import ScanError
-from pipeline.readers.annotations import read_annotations
+from pipeline.scene.readers.annotations import read_annotations
 
 
 def test_revsi_demo_boxes_keep_rotation_columns_and_any_vertical_axis(fixtures_dir):

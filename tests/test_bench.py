@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from pipeline import bench
+from pipeline.bench import command as bench
 from pipeline.cli import main
 
 
@@ -36,7 +36,7 @@ def test_discovery_bench_compares_old_and_new_ticks_and_sees_a_touched_pose(caps
 
 
 def test_discovery_bench_times_an_existing_root(tmp_path, capsys):
-    from pipeline.discovery_bench import write_scans_root
+    from pipeline.bench.discovery import write_scans_root
 
     write_scans_root(tmp_path / "scans", 3, 2)
     assert main(["bench", "discovery", "--root", str(tmp_path / "scans")]) == 0

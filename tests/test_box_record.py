@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pipeline.errors import ScanError
-from pipeline.readers.box_record import parse_row_axes_box
+from pipeline.scene.readers.box_record import parse_row_axes_box
 
 KEY, FILE, WHERE = "scannetpp/abc", "scans/segments_anno.json", "segGroups[3].obb"
 # Box axes (rows): x' = world y, y' = world z, z' = world x.

@@ -11,7 +11,7 @@ from assets.jobs import SCAN_JOB, per_scan_keys
 from assets.partitions import scan_partitions
 from assets.schedules import weekly_full_rebuild
 from assets.sensors import dataset_refresh, scan_discovery
-from pipeline.discovery import DiscoveryState
+from pipeline.scene.discovery import DiscoveryState
 from resources.storage import StorageResource
 from tests.real_scans import write_scan
 

@@ -8,11 +8,12 @@ import json
 import polars as pl
 import pytest
 
-from pipeline import dataset_bench, schemas
-from pipeline.dummy_videos import dummy_video_id, dummy_video_path
+from pipeline import schemas
+from pipeline.bench.command import dataset as dataset_bench
+from pipeline.frames.dummy_videos import dummy_video_id, dummy_video_path
 from pipeline.qa import generate_candidates
 from pipeline.storage import read_table, upath, write_table
-from pipeline.video_paths import budget_video_path
+from pipeline.frames.video_paths import budget_video_path
 from tests.test_qa_generation import BUDGETS, build_scene
 
 SOURCE_SEEDS = (3, 4)

@@ -20,7 +20,7 @@ from pipeline.geometry.direction import (
     facing_angle,
     facing_angles,
 )
-from pipeline.scene import OrientedBox
+from pipeline.scene.parsed import OrientedBox
 
 A = np.array([0.0, 0.0, 0.5])
 B = np.array([0.0, 5.0, 0.5])

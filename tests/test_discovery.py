@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from pipeline.discovery import (
+from pipeline.scene.discovery import (
     DiscoveryState,
     discover_scans,
     discovery_tick,
@@ -130,9 +130,9 @@ def test_fingerprint_changes_with_files_only(tmp_path):
 
 
 def test_real_scannet_scene_is_discovered(tmp_path, fixtures_dir):
-    readers = pytest.importorskip("pipeline.readers")
+    readers = pytest.importorskip("pipeline.scene.readers")
     if not hasattr(readers, "detect_dataset"):
-        pytest.skip("pipeline.readers.detect_dataset is not available yet")
+        pytest.skip("pipeline.scene.readers.detect_dataset is not available yet")
     shutil.copytree(fixtures_dir / "scannet" / "scene0000_00", tmp_path / "scene0000_00")
     assert discover_scans(str(tmp_path)) == [("scannet/scene0000_00", str(tmp_path / "scene0000_00"))]
 
@@ -195,7 +195,7 @@ def test_fingerprint_does_not_stat_frame_images(tmp_path, monkeypatch):
         def __exit__(self, *exc):
             self._it.close()
 
-    monkeypatch.setattr("pipeline.discovery.os.scandir", Listing)
+    monkeypatch.setattr("pipeline.scene.discovery.os.scandir", Listing)
     scan_fingerprint(str(folder))
     stat_names = {os.path.relpath(p, folder) for p in stat_calls}
     assert {f"pose/{i}.txt" for i in range(6)} <= stat_names
@@ -273,7 +273,7 @@ def test_deadline_stops_after_at_least_one_scan_per_tick(tmp_path):
 
 
 def test_known_folders_are_not_detected_again(tmp_path, monkeypatch):
-    import pipeline.discovery as discovery
+    import pipeline.scene.discovery as discovery
 
     root = tmp_path / "scans"
     write_scan(root, "synth0000_00")

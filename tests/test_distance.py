@@ -15,7 +15,7 @@ from pipeline.geometry.distance import (
     obb_distance_matrix,
     obb_pair_distances,
 )
-from pipeline.scene import OrientedBox
+from pipeline.scene.parsed import OrientedBox
 
 
 def box(center, extent, rotation=None) -> OrientedBox:
@@ -186,7 +186,7 @@ def test_symmetric_and_invariant_under_rigid_motion():
 
 
 def test_dense_surface_samples_never_beat_the_exact_distance():
-    from pipeline.geometry.distance_bench import sampled_distance
+    from pipeline.bench.distance import sampled_distance
 
     boxes = random_boxes(6, 8, spread=3.0)
     for a, b in zip(boxes[::2], boxes[1::2]):
@@ -218,7 +218,7 @@ def test_mesh_distance_is_the_closest_vertex_pair():
 def test_distance_bench_reports_rates_and_agreement():
     import argparse
 
-    from pipeline.geometry.distance_bench import format_result, furniture_pairs, run_distance_bench
+    from pipeline.bench.distance import format_result, furniture_pairs, run_distance_bench
 
     pairs = furniture_pairs(5, seed=3)
     assert all(0.5 <= obb_distance(a, b) <= 5.0 for a, b in pairs)

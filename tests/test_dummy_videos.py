@@ -6,10 +6,10 @@ import pytest
 
 from pipeline import schemas
 from pipeline.config import FramesConfig
-from pipeline.dummy_videos import make_dummy_videos, plan_dummy_videos, query_drop_frames
+from pipeline.frames.dummy_videos import make_dummy_videos, plan_dummy_videos, query_drop_frames
 from pipeline.errors import ScanError
-from pipeline.frames import mark_all_frame
-from pipeline.video import video_info
+from pipeline.frames.budgets import mark_all_frame
+from pipeline.frames.video import video_info
 
 KEY = "synthetic/synth0000_00"
 SMALL = FramesConfig(width=160, height=120)

@@ -36,13 +36,13 @@ import polars as pl
 import pytest
 
 from pipeline.config import Config
-from pipeline.discovery import discover_scans
-from pipeline.frames import sample_frames
+from pipeline.scene.discovery import discover_scans
+from pipeline.frames.budgets import sample_frames
 from pipeline.geometry.turned_camera import rotated_camera
 from pipeline.qa import generate_candidates
-from pipeline.readers import read_scan
-from pipeline.scene import ParsedScan
-from pipeline.scene_tables import scene_tables
+from pipeline.scene.readers import read_scan
+from pipeline.scene.parsed import ParsedScan
+from pipeline.scene.tables import scene_tables
 from pipeline.storage import parquet_bytes
 from pipeline.synth.arkitscenes_writer import write_arkitscenes
 from pipeline.synth.multiscan_writer import write_multiscan
@@ -50,7 +50,7 @@ from pipeline.synth.rscan_writer import write_3rscan
 from pipeline.synth.scannet_writer import write_scannet
 from pipeline.synth.scannetpp_writer import write_scannetpp
 from pipeline.synth.scene import generate_scene
-from pipeline.visibility import compute_visibility, object_visibility
+from pipeline.visibility.cast import compute_visibility, object_visibility
 
 SEED = 5
 BUDGETS = ("all", "64", "32", "16")

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from pipeline import schemas
 from pipeline.config import Config, FramesConfig
-from pipeline.frames import (
+from pipeline.frames.budgets import (
     all_frame_fps,
     all_frame_indices,
     budget_positions,

@@ -8,7 +8,7 @@ import polars as pl
 import assets.pinpoint as pinpoint_assets
 from assets.partitions import scan_partitions
 from pipeline import schemas
-from pipeline.scene_tables import object_rows
+from pipeline.scene.tables import object_rows
 from pipeline.storage import read_table, upath, write_table
 from pipeline.synth.scene import generate_scene
 from resources.defaults import default_resources

@@ -9,8 +9,8 @@ from pipeline import schemas
 from pipeline.config import Config
 from pipeline.pinpoint.relations import RELATIONS
 from pipeline.pinpoint.representation import build_representation
-from pipeline.scene import ParsedScan, SceneObject
-from pipeline.scene_tables import object_rows
+from pipeline.scene.parsed import ParsedScan, SceneObject
+from pipeline.scene.tables import object_rows
 
 
 def _check(targets: pl.DataFrame, neighbors: pl.DataFrame, objects: pl.DataFrame) -> None:
@@ -27,7 +27,7 @@ def _check(targets: pl.DataFrame, neighbors: pl.DataFrame, objects: pl.DataFrame
 
 @pytest.fixture(scope="module")
 def scannet(fixtures_dir):
-    from pipeline.readers import read_scan
+    from pipeline.scene.readers import read_scan
 
     config = Config(label_map=str(fixtures_dir / "scannet" / "scannetv2-labels.combined.tsv"))
     parsed = read_scan(str(fixtures_dir / "scannet" / "scene0000_00"), config)
@@ -48,7 +48,7 @@ def test_scannet_fixture(scannet):
 
 
 def test_multiscan_box_only_annotation(fixtures_dir):
-    from pipeline.readers.multiscan import read_multiscan_annotations
+    from pipeline.scene.readers.multiscan import read_multiscan_annotations
 
     path = fixtures_dir / "multiscan" / "scene_00000_00.annotations.json"
     boxes = read_multiscan_annotations(path)

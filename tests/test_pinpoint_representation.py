@@ -16,7 +16,7 @@ from pipeline import schemas
 from pipeline.pinpoint.config import PinpointConfig
 from pipeline.pinpoint.relations import RELATIONS
 from pipeline.pinpoint.representation import build_representation
-from pipeline.scene import Mesh, OrientedBox, ParsedScan, SceneObject
+from pipeline.scene.parsed import Mesh, OrientedBox, ParsedScan, SceneObject
 from pipeline.vocab import is_small_object, is_structural
 
 KEY = "synthetic/hand0000_00"

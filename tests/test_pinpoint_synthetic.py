@@ -15,7 +15,7 @@ import pytest
 from pipeline.config import Config
 from pipeline.pinpoint.questions import generate_questions
 from pipeline.pinpoint.representation import build_representation
-from pipeline.scene_tables import scene_tables
+from pipeline.scene.tables import scene_tables
 from pipeline.synth.scannet_writer import truth_dict
 from pipeline.synth.scene import generate_scene
 

@@ -13,13 +13,13 @@ from collections import Counter
 import pytest
 
 from pipeline.config import Config
-from pipeline.frames import sample_frames
+from pipeline.frames.budgets import sample_frames
 from pipeline.qa import generate_candidates
 from pipeline.schemas import BUDGETS
-from pipeline.scene_tables import scene_tables
+from pipeline.scene.tables import scene_tables
 from pipeline.synth.scannet_writer import truth_dict
 from pipeline.synth.scene import generate_scene
-from pipeline.visibility import compute_visibility, object_visibility
+from pipeline.visibility.cast import compute_visibility, object_visibility
 from tests.test_qa_generation import Checker
 from tests.test_qa_synth import tables_from_truth
 

@@ -195,7 +195,7 @@ BREAKAGES = {
 @pytest.mark.parametrize("rule", sorted(BREAKAGES))
 def test_each_breakage_blocks_the_release_naming_its_expectation(rule, tmp_path):
     from pipeline.config import Config
-    from pipeline.release_build import ReleaseBlocked, build_release
+    from pipeline.release.build import ReleaseBlocked, build_release
 
     tables = _tables()
     BREAKAGES[rule](tables)

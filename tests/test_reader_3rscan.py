@@ -11,14 +11,14 @@ import pytest
 
 from pipeline.config import Config
 from pipeline.geometry.obb import gravity_aligned_obb
-from pipeline.readers import detect_dataset, read_scan
+from pipeline.scene.readers import detect_dataset, read_scan
 from pipeline.geometry.turned_camera import rotated_camera
-from pipeline.readers.rscan import read_seg_groups
-from pipeline.scene_tables import scene_tables
+from pipeline.scene.readers.rscan import read_seg_groups
+from pipeline.scene.tables import scene_tables
 from pipeline.formats.ply import write_ply
 from pipeline.synth.rscan_writer import rscan_scan_id, write_3rscan
 from pipeline.synth.scene import generate_scene
-from pipeline.video import rotate_image
+from pipeline.frames.video import rotate_image
 from tests.reader_errors import scan_error
 
 SEED = 7

@@ -12,8 +12,8 @@ import pytest
 from pipeline.config import Config, FramesConfig
 from pipeline.geometry.obb import gravity_aligned_obb
 from pipeline.geometry.turned_camera import rotated_camera
-from pipeline.readers import detect_dataset, read_scan
-from pipeline.readers.arkitscenes import (
+from pipeline.scene.readers import detect_dataset, read_scan
+from pipeline.scene.readers.arkitscenes import (
     ARKitObject,
     triangles_in_boxes,
     SKY_ROTATION,
@@ -25,7 +25,7 @@ from pipeline.readers.arkitscenes import (
 from pipeline.synth.arkitscenes_writer import write_arkitscenes
 from pipeline.synth.boxes import Box, mesh_box
 from pipeline.synth.render import FrameRenderer
-from pipeline.video import rotate_image, scan_video_size
+from pipeline.frames.video import rotate_image, scan_video_size
 from tests.beside_scannet import read_beside_scannet
 from tests.box_checks import box_error, sorted_corners
 from tests.reader_errors import edit_json, scan_error

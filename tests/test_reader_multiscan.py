@@ -12,20 +12,20 @@ import pytest
 
 from pipeline.config import Config
 from pipeline.geometry.obb import gravity_aligned_obb
-from pipeline.readers import detect_dataset, read_scan
-from pipeline.readers.multiscan import (
+from pipeline.scene.readers import detect_dataset, read_scan
+from pipeline.scene.readers.multiscan import (
     ARKIT_TO_OPENCV,
     ARKIT_Y_UP_TO_Z_UP,
     raw_label,
     read_camera_stream,
     read_multiscan_annotations,
 )
-from pipeline.readers.rscan import sky_up_rotation
-from pipeline.scene_tables import scene_tables
+from pipeline.scene.readers.rscan import sky_up_rotation
+from pipeline.scene.tables import scene_tables
 from pipeline.formats.ply import write_ply
 from pipeline.synth.multiscan_writer import mesh_to_arkit, write_multiscan
 from pipeline.synth.scene import generate_scene
-from pipeline.video import VideoWriter
+from pipeline.frames.video import VideoWriter
 from tests.reader_errors import scan_error
 
 SEED = 7

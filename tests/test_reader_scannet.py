@@ -9,8 +9,8 @@ import pytest
 
 from pipeline.config import Config
 from pipeline.geometry.obb import gravity_aligned_obb, is_rotation_about_z
-from pipeline.readers import checksum, detect_dataset, read_scan
-from pipeline.readers.scannet import aggregation_version
+from pipeline.scene.readers import checksum, detect_dataset, read_scan
+from pipeline.scene.readers.scannet import aggregation_version
 from tests.scannet_factory import SCENE, V1_MAP, linked_fixture, make_box_room, replace_file, write_frames
 from tests.reader_errors import scan_error
 

@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.readers import detect_dataset
-from pipeline.readers.scannetpp import ANNOTATION_PATH, MESH_PATH, POSES_PATH, SEGMENTS_PATH
+from pipeline.scene.readers import detect_dataset
+from pipeline.scene.readers.scannetpp import ANNOTATION_PATH, MESH_PATH, POSES_PATH, SEGMENTS_PATH
 from pipeline.synth.scannetpp_writer import VIDEO_NAME, write_scannetpp
 from tests.beside_scannet import read_beside_scannet
 from tests.box_checks import box_error, sorted_corners

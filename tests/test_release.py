@@ -9,8 +9,8 @@ import pytest
 
 from pipeline import schemas
 from pipeline.errors import ConfigError
-from pipeline.release import latest_release, write_release
-from pipeline.reviews import apply_verdicts, read_verdicts
+from pipeline.release.atomic import latest_release, write_release
+from pipeline.release.verdicts import apply_verdicts, read_verdicts
 
 
 def _qa(n: int) -> pl.DataFrame:
@@ -65,7 +65,7 @@ def test_bad_verdict_names_file_and_line(tmp_path):
 
 def test_gated_release_writes_report_docs_manifest_and_blocks_on_failure(tmp_path):
     from pipeline.config import Config
-    from pipeline.release_build import ReleaseBlocked, build_release
+    from pipeline.release.build import ReleaseBlocked, build_release
     from tests.test_quality_gate import _tables
 
     config = Config(output_root=str(tmp_path / "out"))

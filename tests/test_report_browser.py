@@ -19,7 +19,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     from pipeline.config import Config
-    from pipeline.release_build import build_release
+    from pipeline.release.build import build_release
     from tests.test_quality_gate import _tables
 
     out = tmp_path_factory.mktemp("out")

@@ -9,9 +9,9 @@ import pytest
 
 from pipeline import schemas
 from pipeline.config import Config
-from pipeline.release_build import build_release
+from pipeline.release.build import build_release
 from pipeline.storage import upath
-from pipeline.video_paths import budget_video_path
+from pipeline.frames.video_paths import budget_video_path
 from tests.test_quality_gate import _tables
 from tests.test_scoring_support import write_video
 

@@ -9,7 +9,7 @@ import pytest
 from shapely.geometry import Polygon, box as rect
 
 from pipeline.geometry.route import classify_turn, find_routes, plan_route, signed_turn
-from pipeline.scene import OrientedBox
+from pipeline.scene.parsed import OrientedBox
 
 ROOM = rect(0, 0, 10, 8)
 L_ROOM = Polygon([(0, 0), (10, 0), (10, 4), (4, 4), (4, 10), (0, 10)])

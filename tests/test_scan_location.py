@@ -25,7 +25,7 @@ import assets.visibility
 from assets.build import build, run_failure
 from assets.partitions import SOURCE_TAG
 from pipeline.config import load_config
-from pipeline.discovery import discover_scans
+from pipeline.scene.discovery import discover_scans
 from pipeline.storage import read_table, upath
 from resources.defaults import default_resources
 from resources.storage import StorageResource

@@ -9,9 +9,9 @@ import shapely
 
 from pipeline import schemas
 from pipeline.config import Config
-from pipeline.readers import read_scan
-from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
-from pipeline.scene_tables import resample_by_time, scene_tables
+from pipeline.scene.readers import read_scan
+from pipeline.scene.parsed import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
+from pipeline.scene.tables import resample_by_time, scene_tables
 from pipeline.storage import parquet_bytes
 from tests.scannet_factory import linked_fixture, make_box_room
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from pipeline import schemas
 from pipeline.scoring import metrics
-from pipeline.video_paths import budget_video_path
+from pipeline.frames.video_paths import budget_video_path
 
 LETTERS = "ABCD"
 _NQ_RANGES = {

@@ -11,8 +11,8 @@ import pytest
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.sens import SensFormatError, SensReader, write_sens
-from pipeline.readers import read_scan
-from pipeline.scene_tables import scene_tables
+from pipeline.scene.readers import read_scan
+from pipeline.scene.tables import scene_tables
 from tests.scannet_factory import make_box_room
 
 

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from pipeline.cli import main
-from pipeline.discovery import discover_scans, scan_fingerprint
+from pipeline.scene.discovery import discover_scans, scan_fingerprint
 from pipeline.storage import read_table, upath
 from tests.real_scans import scene_graph_only, write_scan
 

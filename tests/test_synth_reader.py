@@ -7,7 +7,7 @@ import pytest
 
 from pipeline.config import Config
 from pipeline.geometry.obb import gravity_aligned_obb
-from pipeline.readers import read_scan
+from pipeline.scene.readers import read_scan
 from pipeline.synth.scannet_writer import write_scannet
 from pipeline.synth.scene import generate_scene
 

@@ -7,8 +7,8 @@ import pytest
 from pipeline import schemas
 from pipeline.config import FramesConfig
 from pipeline.errors import ScanError
-from pipeline.frames import mark_all_frame, sample_frames
-from pipeline.video import VideoFrameSource, video_frame, video_info, write_scan_videos, write_video
+from pipeline.frames.budgets import mark_all_frame, sample_frames
+from pipeline.frames.video import VideoFrameSource, video_frame, video_info, write_scan_videos, write_video
 
 KEY = "synthetic/synth0000_00"
 

@@ -7,10 +7,10 @@ import pytest
 from pipeline import schemas
 from pipeline.config import Config
 from pipeline.errors import ScanError
-from pipeline.frames import mark_all_frame, sample_frames
+from pipeline.frames.budgets import mark_all_frame, sample_frames
 from pipeline.geometry.raycast import MeshRaycaster, pixel_rays
-from pipeline.scene import Mesh
-from pipeline.visibility import TriangleObjects, compute_visibility, frame_objects, object_visibility
+from pipeline.scene.parsed import Mesh
+from pipeline.visibility.cast import TriangleObjects, compute_visibility, frame_objects, object_visibility
 
 KEY = "synthetic/synth0000_00"
 K640 = np.array([[500.0, 0, 320], [0, 500, 240], [0, 0, 1]])

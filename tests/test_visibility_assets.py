@@ -13,8 +13,8 @@ from assets.build import materialize_quietly
 from pipeline import schemas
 from pipeline.config import load_config
 from pipeline.storage import read_table, upath
-from pipeline.video import video_info
-from pipeline.video_paths import budget_video_path
+from pipeline.frames.video import video_info
+from pipeline.frames.video_paths import budget_video_path
 from resources.defaults import default_resources
 from resources.storage import StorageResource
 from tests.scannet_factory import make_box_room

@@ -8,8 +8,8 @@ import pytest
 
 from pipeline import schemas
 from pipeline.config import Config
-from pipeline.frames import mark_all_frame, sample_frames
-from pipeline.visibility import compute_visibility, object_visibility
+from pipeline.frames.budgets import mark_all_frame, sample_frames
+from pipeline.visibility.cast import compute_visibility, object_visibility
 
 
 def look_at(eye, target):
@@ -24,7 +24,7 @@ def look_at(eye, target):
 
 @pytest.mark.slow
 def test_visible_ids_equal_the_synthetic_renderer_pixel_for_pixel():
-    from pipeline.scene_tables import scene_tables
+    from pipeline.scene.tables import scene_tables
     from pipeline.synth.render import FrameRenderer
     from pipeline.synth.scene import generate_scene
 
@@ -64,8 +64,8 @@ def scannet_walk(key: str, center: np.ndarray, frames: int = 72) -> pl.DataFrame
 
 @pytest.mark.slow
 def test_scannet_fixture_furniture_is_seen_from_a_camera_walk(fixtures_dir):
-    from pipeline.readers import read_scan
-    from pipeline.scene_tables import scene_tables
+    from pipeline.scene.readers import read_scan
+    from pipeline.scene.tables import scene_tables
 
     config = Config(label_map=str(fixtures_dir / "scannet" / "scannetv2-labels.combined.tsv"))
     parsed = read_scan(fixtures_dir / "scannet" / "scene0000_00", config)

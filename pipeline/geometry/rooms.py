@@ -16,7 +16,7 @@ import shapely
 from scipy.spatial import Delaunay
 from shapely.geometry import MultiPolygon, Polygon
 
-from pipeline.scene import Room
+from pipeline.scene.parsed import Room
 from pipeline.seeding import rng
 
 # Defaults of the derivation; callers may override each one.

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 
-from pipeline.config import build_dataclass, read_yaml_mapping
+from pipeline.config_files import build_dataclass, read_yaml_mapping
 
 # Labels that can carry a small object (semantic suitability of a support).
 DEFAULT_SURFACE_LABELS: tuple[str, ...] = (

@@ -24,7 +24,7 @@ from scipy.spatial import cKDTree
 
 from pipeline.errors import ScanError
 from pipeline.geometry.distance import obb_distance
-from pipeline.scene import OrientedBox, ParsedScan
+from pipeline.scene.parsed import OrientedBox, ParsedScan
 from pipeline.vocab import is_small_object, is_structural, normalize_label
 
 

@@ -47,7 +47,7 @@ from pipeline.pinpoint.config import PinpointConfig
 from pipeline.pinpoint.geometry import box_distance, box_of_row
 from pipeline.qa.ids import question_id
 from pipeline.seeding import rng, stable_int
-from pipeline.video_paths import budget_video_path
+from pipeline.frames.video_paths import budget_video_path
 from pipeline.vocab import SMALL_OBJECT_LABELS, normalize_label, small_object_category
 
 PROFILE = "pinpointqa"

@@ -26,7 +26,7 @@ from pipeline.pinpoint.config import PinpointConfig
 from pipeline.pinpoint.geometry import ObjectGeometry, box_distance, scene_geometry, shortest_distance
 from pipeline.pinpoint.relations import PairEvidence, classify_relation
 from pipeline.pinpoint.support import choose_support, placement, resting_height, support_candidate
-from pipeline.scene import ParsedScan
+from pipeline.scene.parsed import ParsedScan
 from pipeline.vocab import small_object_category
 
 

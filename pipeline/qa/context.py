@@ -19,8 +19,8 @@ import polars as pl
 import shapely
 
 from pipeline.geometry.distance import obb_distance_matrix
-from pipeline.scene import OrientedBox
-from pipeline.video_paths import budget_video_path
+from pipeline.scene.parsed import OrientedBox
+from pipeline.frames.video_paths import budget_video_path
 
 
 @dataclass(frozen=True)

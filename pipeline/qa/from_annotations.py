@@ -19,7 +19,7 @@ from pipeline.errors import ScanError
 from pipeline.qa.candidates import generate_candidates
 from pipeline.qa.finalize import finalize_qa
 from pipeline.qa.profiles import Profile, load_profile
-from pipeline.readers.annotations import ANNOTATED_BUDGET, AnnotatedScene, read_annotations
+from pipeline.scene.readers.annotations import ANNOTATED_BUDGET, AnnotatedScene, read_annotations
 
 COUNTING_FAMILIES = ("counting_single", "counting_multiple")
 

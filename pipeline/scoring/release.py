@@ -14,7 +14,7 @@ import polars as pl
 
 from pipeline import schemas, storage
 from pipeline.errors import ScanError, TableError
-from pipeline.video_paths import budget_video_path
+from pipeline.frames.video_paths import budget_video_path
 
 
 @dataclass

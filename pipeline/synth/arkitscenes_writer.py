@@ -31,7 +31,7 @@ from scipy.spatial.transform import Rotation
 from pipeline.formats.ply import write_ply
 from pipeline.geometry.obb import gravity_aligned_obb, normalized_axes_of
 from pipeline.geometry.turned_camera import rotated_camera
-from pipeline.readers.arkitscenes import (
+from pipeline.scene.readers.arkitscenes import (
     METADATA_NAME,
     SKY_ROTATION,
     annotation_name,
@@ -42,7 +42,7 @@ from pipeline.synth.render import FrameRenderer
 from pipeline.synth.label_map import write_label_map
 from pipeline.synth.scannet_writer import LABEL_MAP_NAME, TRUTH_SUFFIX, truth_dict
 from pipeline.synth.scene import SynthScene
-from pipeline.video import rotate_image
+from pipeline.frames.video import rotate_image
 
 METADATA_COLUMNS = (
     "video_id",

@@ -16,7 +16,7 @@ import numpy as np
 import shapely
 from shapely.geometry import Polygon
 
-from pipeline.scene import OrientedBox
+from pipeline.scene.parsed import OrientedBox
 
 TOUCH_TOLERANCE = 1e-6  # metres; boxes closer than this to overlapping count as touching, not interpenetrating
 

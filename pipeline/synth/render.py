@@ -98,7 +98,7 @@ def held_frames(scene_fps: float, video_fps: float, camera: str) -> int:
 
 def write_held_video(scene, path, video_fps: float, hold: int, progress=None) -> None:
     """Render each frame once and write it ``hold`` times into an mp4 at ``video_fps``."""
-    from pipeline.video import VideoWriter
+    from pipeline.frames.video import VideoWriter
 
     renderer = FrameRenderer(scene)
     writer = VideoWriter(path, video_fps, (scene.width, scene.height))

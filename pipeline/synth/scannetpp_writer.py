@@ -26,7 +26,7 @@ import numpy as np
 
 from pipeline.formats.ply import write_ply
 from pipeline.geometry.obb import normalized_axes_of
-from pipeline.readers.scannetpp import ANNOTATION_PATH, IPHONE_FPS, MESH_PATH, POSES_PATH, SEGMENTS_PATH
+from pipeline.scene.readers.scannetpp import ANNOTATION_PATH, IPHONE_FPS, MESH_PATH, POSES_PATH, SEGMENTS_PATH
 from pipeline.synth.render import held_frames, write_held_video
 from pipeline.synth.label_map import write_label_map
 from pipeline.synth.scannet_writer import LABEL_MAP_NAME, TRUTH_SUFFIX, truth_dict

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import shapely
 
-from pipeline.scene import Frame, Mesh, ParsedScan, Room, SceneObject
+from pipeline.scene.parsed import Frame, Mesh, ParsedScan, Room, SceneObject
 from pipeline.seeding import rng as seeded_rng
 from pipeline.synth.boxes import Box, mesh_box, parts_distance, union_box
 from pipeline.synth.camera import camera_walk

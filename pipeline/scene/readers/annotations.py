@@ -44,8 +44,8 @@ from shapely.geometry import Polygon
 from pipeline import schemas
 from pipeline.errors import ScanError
 from pipeline.geometry.obb import box_from_columns, box_from_normalized_axes
-from pipeline.readers.box_record import parse_row_axes_box
-from pipeline.scene import OrientedBox
+from pipeline.scene.readers.box_record import parse_row_axes_box
+from pipeline.scene.parsed import OrientedBox
 from pipeline.vocab import is_small_object, is_structural
 
 ANNOTATED_BUDGET = "all"

@@ -16,7 +16,7 @@ toolkit back-projects pixels with ``K^-1 [u, v, 1] * depth`` and multiplies by
 (x right, y down, z forward) and needs no ARKit/OpenGL flip.
 
 Labels are free text; with a ScanNet label map at hand they get ScanNet's
-categories (``pipeline.readers.label_lookup``), else the raw label. Objects
+categories (``pipeline.scene.readers.label_lookup``), else the raw label. Objects
 keep their vertices and no box, so ``scene_tables`` computes the same
 gravity-aligned box for them as for ScanNet (ReVSI B.3 prefers it to the
 dataset's free OBBs, which tilt on noisy masks); the annotated ``obb`` is
@@ -35,13 +35,13 @@ import numpy as np
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
-from pipeline.frames import output_size, scale_intrinsics
+from pipeline.frames.budgets import output_size, scale_intrinsics
 from pipeline.geometry.rooms import derive_rooms
-from pipeline.readers.box_record import parse_row_axes_box
-from pipeline.readers.label_lookup import apply_label_map, optional_label_map
-from pipeline.readers.scannet import group_vertices, triangle_owner
-from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
-from pipeline.video import VideoFrameSource, resized
+from pipeline.scene.readers.box_record import parse_row_axes_box
+from pipeline.scene.readers.label_lookup import apply_label_map, optional_label_map
+from pipeline.scene.readers.scannet import group_vertices, triangle_owner
+from pipeline.scene.parsed import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
+from pipeline.frames.video import VideoFrameSource, resized
 
 DATASET = "scannetpp"
 MESH_PATH = "scans/mesh_aligned_0.05.ply"

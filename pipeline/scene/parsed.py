@@ -2,7 +2,7 @@
 
 Readers differ in layout, axes and units; once a scan is a ``ParsedScan`` it is
 in the world frame of SPEC §1 (metres, z up, OpenCV camera-to-world poses) and
-every later step treats all datasets alike. ``pipeline.scene_tables`` turns a
+every later step treats all datasets alike. ``pipeline.scene.tables`` turns a
 ``ParsedScan`` into the Arrow tables of ``pipeline.schemas``.
 """
 

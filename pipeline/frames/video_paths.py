@@ -10,7 +10,7 @@ a release in which two scans share a scene id.
 
 from __future__ import annotations
 
-from pipeline.frames import ALL
+from pipeline.frames.budgets import ALL
 
 
 def budget_folder(budget: str) -> str:

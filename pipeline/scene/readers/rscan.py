@@ -36,13 +36,13 @@ import numpy as np
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
-from pipeline.frames import output_size, scale_intrinsics
+from pipeline.frames.budgets import output_size, scale_intrinsics
 from pipeline.geometry.rooms import derive_rooms
-from pipeline.readers.box_record import parse_row_axes_box
-from pipeline.readers.label_lookup import labelled_object, optional_label_map
-from pipeline.readers.scannet import triangle_owner
-from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
-from pipeline.video import resized
+from pipeline.scene.readers.box_record import parse_row_axes_box
+from pipeline.scene.readers.label_lookup import labelled_object, optional_label_map
+from pipeline.scene.readers.scannet import triangle_owner
+from pipeline.scene.parsed import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
+from pipeline.frames.video import resized
 
 DATASET = "3rscan"
 LABELS_PLY = "labels.instances.annotated.v2.ply"

@@ -27,10 +27,10 @@ import numpy as np
 import polars as pl
 
 from pipeline.errors import ScanError
-from pipeline.frames import ALL, output_size
+from pipeline.frames.budgets import ALL, output_size
 from pipeline.config import FramesConfig
 from pipeline.storage import is_local, upath
-from pipeline.video_paths import budget_video_path
+from pipeline.frames.video_paths import budget_video_path
 
 FOURCC = "mp4v"
 BUDGET_VIDEO_FPS = 1.0
@@ -48,7 +48,7 @@ def rotate_image(image: np.ndarray, degrees: int) -> np.ndarray:
 
 
 def resized(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """A source image at the frame size its camera was scaled to (``pipeline.frames.scale_intrinsics``)."""
+    """A source image at the frame size its camera was scaled to (``pipeline.frames.budgets.scale_intrinsics``)."""
     if (image.shape[1], image.shape[0]) == tuple(size):
         return image
     return cv2.resize(image, tuple(size), interpolation=cv2.INTER_AREA)
@@ -176,7 +176,7 @@ def write_scan_videos(
 ) -> dict[str, Any]:
     """Write the all-frame and budget videos of one scan; returns paths, frame counts and skipped frames.
 
-    ``frame_samples`` holds the scan's budgets (``pipeline.frames.sample_frames``).
+    ``frame_samples`` holds the scan's budgets (``pipeline.frames.budgets.sample_frames``).
     Frames with an invalid pose never enter the all-frame sequence, so they are
     never written; they are counted in ``skipped_invalid_pose``.
     """

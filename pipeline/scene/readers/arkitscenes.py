@@ -33,7 +33,7 @@ on or stands against (the table top under a cup, the floor under a sofa, the
 wall behind a wardrobe), not the object, whose own surface faces out. Without
 it, a tight box claims the tabletop under a monitor as monitor. Labels go
 through a ScanNet label map when one is at hand
-(``pipeline.readers.label_lookup``); otherwise the category is the raw label.
+(``pipeline.scene.readers.label_lookup``); otherwise the category is the raw label.
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ from scipy.spatial.transform import Rotation
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
-from pipeline.frames import output_size, scale_intrinsics
+from pipeline.frames.budgets import output_size, scale_intrinsics
 from pipeline.geometry.rooms import derive_rooms
-from pipeline.readers.box_record import parse_row_axes_box
-from pipeline.readers.label_lookup import apply_label_map, optional_label_map
-from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
-from pipeline.video import resized
+from pipeline.scene.readers.box_record import parse_row_axes_box
+from pipeline.scene.readers.label_lookup import apply_label_map, optional_label_map
+from pipeline.scene.parsed import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
+from pipeline.frames.video import resized
 
 DATASET = "arkitscenes"
 METADATA_NAME = "metadata.csv"

@@ -40,12 +40,12 @@ import numpy as np
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
-from pipeline.frames import output_size, scale_intrinsics
+from pipeline.frames.budgets import output_size, scale_intrinsics
 from pipeline.geometry.rooms import derive_rooms
-from pipeline.readers.box_record import parse_row_axes_box
-from pipeline.readers.label_lookup import labelled_object, optional_label_map
-from pipeline.readers.rscan import members_by_owner, read_json, sky_up_rotation
-from pipeline.scene import Frame, Mesh, OrientedBox, ParsedScan, dropped_pose_warnings
+from pipeline.scene.readers.box_record import parse_row_axes_box
+from pipeline.scene.readers.label_lookup import labelled_object, optional_label_map
+from pipeline.scene.readers.rscan import members_by_owner, read_json, sky_up_rotation
+from pipeline.scene.parsed import Frame, Mesh, OrientedBox, ParsedScan, dropped_pose_warnings
 
 DATASET = "multiscan"
 MULTISCAN_FPS = 60.0
@@ -231,7 +231,7 @@ def read_camera_stream(path: Path, key: str) -> list[tuple[float | None, np.ndar
 
 
 def _frames(folder: Path, config: Config, key: str, warnings: list[str]):
-    from pipeline.video import VideoFrameSource, resized
+    from pipeline.frames.video import VideoFrameSource, resized
 
     jsonl, video = folder / f"{folder.name}.jsonl", folder / f"{folder.name}.mp4"
     if not jsonl.exists():

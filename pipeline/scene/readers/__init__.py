@@ -20,9 +20,9 @@ from pathlib import Path
 
 from pipeline.config import Config
 from pipeline.errors import ScanError
-from pipeline.readers import multiscan, rscan, scannet
-from pipeline.readers import arkitscenes, scannetpp
-from pipeline.scene import ParsedScan
+from pipeline.scene.readers import multiscan, rscan, scannet
+from pipeline.scene.readers import arkitscenes, scannetpp
+from pipeline.scene.parsed import ParsedScan
 from pipeline.storage import is_local, upath
 
 

@@ -220,7 +220,7 @@ def replicate(source_out: Path, source_keys: list[str], out: Path, scans: int, w
 
 
 def _link_videos(source_out: Path, out: Path, source_key: str, key: str, suffix: str, tables, folders) -> int:
-    from pipeline.video_paths import budget_video_path
+    from pipeline.frames.video_paths import budget_video_path
 
     pairs = [(budget_video_path(b, source_key), budget_video_path(b, key)) for b in ("16", "32", "64", "all")]
     dummy = tables.get("dummy_videos")
@@ -374,7 +374,7 @@ def measure_in_child(out: Path, keys: list[str], config_file: Path, workdir: Pat
     keys_file.write_text(json.dumps(keys))
     result_file.unlink(missing_ok=True)
     arguments = ", ".join(repr(str(p)) for p in (out, keys_file, config_file, result_file))
-    code = f"from pipeline.dataset_bench import _measure_main; _measure_main({arguments})"
+    code = f"from pipeline.bench.dataset import _measure_main; _measure_main({arguments})"
     # The child's output goes to our stderr: only the bench result belongs on stdout.
     try:
         sys.stderr.fileno()

@@ -18,9 +18,9 @@ import numpy as np
 
 from pipeline.config import Config
 from pipeline.errors import ScanError
-from pipeline.readers.labels import LabelMap
-from pipeline.readers.scannet import label_map_candidates, load_label_map
-from pipeline.scene import OrientedBox, SceneObject
+from pipeline.scene.readers.labels import LabelMap
+from pipeline.scene.readers.scannet import label_map_candidates, load_label_map
+from pipeline.scene.parsed import OrientedBox, SceneObject
 
 
 def optional_label_map(folder: Path, config: Config, key: str) -> tuple[LabelMap | None, Path | None]:

@@ -16,8 +16,8 @@ import polars as pl
 
 from pipeline import storage
 from pipeline.config import Config
-from pipeline.release import RELEASED_TABLES, Release, publish, write_release
-from pipeline.reviews import apply_verdicts, read_verdicts
+from pipeline.release.atomic import RELEASED_TABLES, Release, publish, write_release
+from pipeline.release.verdicts import apply_verdicts, read_verdicts
 from pipeline.table_scan import read_tables
 
 REPORT_TABLES = ("visibility",)  # read for the report's gallery, not released
@@ -74,7 +74,7 @@ def run_release_gate(tables: dict[str, pl.DataFrame], config: Config, docs_dir: 
 
 
 def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None, version: str | None = None) -> ReleaseOutcome:
-    from pipeline.review_report import write_report
+    from pipeline.release.report import write_report
 
     tables = dict(tables if tables is not None else collect_tables(config))
     if "qa" not in tables:

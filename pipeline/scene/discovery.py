@@ -5,7 +5,7 @@ level down in any folder — by dataset (``<root>/scannet/scene0000_00``) or as 
 dataset's own download lays them out (ScanNet's ``<root>/scans/scene0000_00``
 and ``<root>/scans_test/...``, ScanNet++'s ``<root>/data/...``) — or is one scan
 folder. Which dataset a folder belongs to is the readers' decision
-(``pipeline.readers.detect_dataset``), so a new reader makes its scans
+(``pipeline.scene.readers.detect_dataset``), so a new reader makes its scans
 discoverable without touching this module. Each scan is keyed
 ``"<dataset>/<scene_id>"`` (the folder name is the scene id), which is also its
 Dagster partition key.
@@ -98,7 +98,7 @@ R = TypeVar("R")
 
 
 def _detect(folder: UPath) -> str | None:
-    from pipeline.readers import detect_dataset
+    from pipeline.scene.readers import detect_dataset
 
     return detect_dataset(folder)
 
@@ -245,9 +245,9 @@ def scan_candidates(root: str, key: str, storage_options: dict[str, Any] | None 
     """The folders ``key`` can be in without listing the root, in the order ``_walk`` ranks a duplicated key.
 
     The root itself when it is the scan; else ``<root>/<scene_id>`` and ``<root>/<folder>/<scene_id>``
-    for the dataset's folder and the datasets' download folders (``pipeline.readers.layouts``).
+    for the dataset's folder and the datasets' download folders (``pipeline.scene.readers.layouts``).
     """
-    from pipeline.readers.layouts import DOWNLOAD_FOLDERS
+    from pipeline.scene.readers.layouts import DOWNLOAD_FOLDERS
 
     dataset, _, scene_id = key.partition("/")
     base = upath(root, storage_options)

@@ -4,7 +4,7 @@ ScanNet's download script writes ``<root>/scans/<scene_id>/`` (and
 ``<root>/scans_test/<scene_id>/``) with the label map at ``<root>``; ScanNet++
 writes ``<root>/data/<scene_id>/``. Knowing these names lets a step find a scan
 in a downloaded root with a few existence checks instead of listing the root
-(``pipeline.discovery.locate_scan``), and lets readers find the files kept at
+(``pipeline.scene.discovery.locate_scan``), and lets readers find the files kept at
 the top of the download (the label map) rather than only next to the scene.
 """
 

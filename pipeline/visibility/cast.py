@@ -29,10 +29,10 @@ import polars as pl
 from pipeline import schemas
 from pipeline.config import Config
 from pipeline.errors import ConfigError, ScanError
-from pipeline.frames import ALL, all_frame_table, output_size, scale_intrinsics
+from pipeline.frames.budgets import ALL, all_frame_table, output_size, scale_intrinsics
 from pipeline.geometry.raycast import CameraRays, MeshRaycaster
 from pipeline.geometry.turned_camera import turned_intrinsics, turned_pose
-from pipeline.scene import Mesh
+from pipeline.scene.parsed import Mesh
 
 RULE_FRACTION = "fraction"
 RULE_PIXEL_FLOOR = "pixel_floor"

@@ -22,10 +22,10 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.geometry.rooms import derive_rooms
-from pipeline.readers.labels import LABEL_MAP_FILENAMES, LabelMap, LabelMapError, parse_label_map
-from pipeline.readers.layouts import scans_root_folders
-from pipeline.readers.scannet_frames import SCANNET_FPS, read_scannet_frames
-from pipeline.scene import Mesh, ParsedScan, SceneObject
+from pipeline.scene.readers.labels import LABEL_MAP_FILENAMES, LabelMap, LabelMapError, parse_label_map
+from pipeline.scene.readers.layouts import scans_root_folders
+from pipeline.scene.readers.scannet_frames import SCANNET_FPS, read_scannet_frames
+from pipeline.scene.parsed import Mesh, ParsedScan, SceneObject
 
 MESH_SUFFIX = "_vh_clean_2.ply"
 SEGS_SUFFIX = "_vh_clean_2.0.010000.segs.json"

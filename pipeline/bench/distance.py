@@ -18,7 +18,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from pipeline.geometry.distance import obb_distance, obb_pair_distances
-from pipeline.scene import OrientedBox
+from pipeline.scene.parsed import OrientedBox
 from pipeline.seeding import rng
 
 

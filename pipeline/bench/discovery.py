@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from pipeline.config import DiscoveryConfig
-from pipeline.discovery import (
+from pipeline.scene.discovery import (
     DiscoveryState,
     discover_scans,
     discovery_tick,

@@ -20,8 +20,8 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.config import Config
-from pipeline.frames import mark_all_frame
-from pipeline.scene import Mesh
+from pipeline.frames.budgets import mark_all_frame
+from pipeline.scene.parsed import Mesh
 from pipeline.seeding import rng
 
 
@@ -188,7 +188,7 @@ def _visibility_arguments(parser: argparse.ArgumentParser) -> None:
 def run_visibility_bench(triangles: int = 150_000, frames: int = 1000, scale: float = 0.5) -> dict:
     """Full visibility step vs raw casting of the same rays, and the reduced-resolution trade-off."""
     from pipeline.geometry.raycast import CameraRays, MeshRaycaster
-    from pipeline.visibility import compute_visibility
+    from pipeline.visibility.cast import compute_visibility
 
     key = "synthetic/bench0000_00"
     mesh = synthetic_room(triangles)
@@ -284,9 +284,9 @@ register(
 )
 
 
-# --- exact OBB distance (target owned by pipeline/geometry/distance_bench.py) ------------------------------------
+# --- exact OBB distance (target owned by pipeline/bench/distance.py) ------------------------------------
 
-from pipeline.geometry import distance_bench  # noqa: E402
+from pipeline.bench import distance as distance_bench  # noqa: E402
 
 register(
     "distance",
@@ -299,9 +299,9 @@ register(
 )
 
 
-# --- scan discovery (target owned by pipeline/discovery_bench.py) -------------------------------------------------
+# --- scan discovery (target owned by pipeline/bench/discovery.py) -------------------------------------------------
 
-from pipeline import discovery_bench  # noqa: E402
+from pipeline.bench import discovery as discovery_bench  # noqa: E402
 
 register(
     "discovery",
@@ -314,9 +314,9 @@ register(
 )
 
 
-# --- dataset-wide steps at scale (target owned by pipeline/dataset_bench.py) ---------------------------------------
+# --- dataset-wide steps at scale (target owned by pipeline/bench/dataset.py) ---------------------------------------
 
-from pipeline import dataset_bench  # noqa: E402
+from pipeline.bench import dataset as dataset_bench  # noqa: E402
 
 register(
     "dataset",

@@ -27,9 +27,9 @@ import polars as pl
 from pipeline import schemas
 from pipeline.config import FramesConfig
 from pipeline.errors import ScanError
-from pipeline.frames import all_frame_table
+from pipeline.frames.budgets import all_frame_table
 from pipeline.seeding import stable_id
-from pipeline.video import BUDGET_VIDEO_FPS, load_frame, scan_video_size, video_frame, write_video
+from pipeline.frames.video import BUDGET_VIDEO_FPS, load_frame, scan_video_size, video_frame, write_video
 
 KINDS: tuple[str, ...] = ("query_drop", "first_frame", "black")
 DUMMY_FRAMES = 16

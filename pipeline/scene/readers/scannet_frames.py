@@ -22,9 +22,9 @@ import numpy as np
 
 from pipeline.errors import ScanError
 from pipeline.formats.sens import SensFormatError, SensReader
-from pipeline.frames import scale_intrinsics
-from pipeline.scene import Frame, ImageLoader, dropped_pose_warnings
-from pipeline.video import resized
+from pipeline.frames.budgets import scale_intrinsics
+from pipeline.scene.parsed import Frame, ImageLoader, dropped_pose_warnings
+from pipeline.frames.video import resized
 
 SCANNET_FPS = 30.0
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from pipeline.errors import ScanError
 from pipeline.geometry.obb import box_from_normalized_axes
-from pipeline.scene import OrientedBox
+from pipeline.scene.parsed import OrientedBox
 
 ROW_AXES_FIELDS = (("centroid", 3), ("axesLengths", 3), ("normalizedAxes", 9))
 

@@ -13,11 +13,11 @@ import numpy as np
 import polars as pl
 import shapely
 
-from pipeline.frames import all_frame_indices
+from pipeline.frames.budgets import all_frame_indices
 from pipeline import schemas
 from pipeline.config import Config
 from pipeline.geometry.obb import gravity_aligned_obb
-from pipeline.scene import Frame, OrientedBox, ParsedScan, SceneObject
+from pipeline.scene.parsed import Frame, OrientedBox, ParsedScan, SceneObject
 from pipeline.vocab import is_small_object, is_structural
 
 
@@ -26,7 +26,7 @@ def all_frame_rate(dataset: str, config: Config) -> float:
 
 
 def resample_by_time(frames: list[Frame], fps: float) -> set[int]:
-    """Source indices of the all-frame sequence, by the one resampling rule of ``pipeline.frames``."""
+    """Source indices of the all-frame sequence, by the one resampling rule of ``pipeline.frames.budgets``."""
     if not frames or fps <= 0:
         return set()
     timestamps = np.array([f.timestamp for f in frames], dtype=np.float64)

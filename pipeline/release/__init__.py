@@ -1,0 +1,1 @@
+"""Release stage: gated, atomic releases, reviewer verdicts and the reviewer report."""

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from pipeline import schemas
-from pipeline.bench.command import dataset as dataset_bench
+from pipeline.bench import dataset as dataset_bench
 from pipeline.frames.dummy_videos import dummy_video_id, dummy_video_path
 from pipeline.qa import generate_candidates
 from pipeline.storage import read_table, upath, write_table

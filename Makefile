@@ -33,7 +33,8 @@ $(VENV)/.installed: pyproject.toml | system-deps
 	@echo "creating $(VENV) and installing scan2qa with its test extras"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[test]"
+	@echo "(pip prints each package as it installs; a first install takes a few minutes)"
+	$(BIN)/pip install --progress-bar on -e ".[test]"
 	@touch $@
 
 demo: setup

@@ -67,9 +67,15 @@ class GateReport:
 def _context():
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
 
-    ctx = gx.get_context(mode="ephemeral")
+    # No default Data Docs site: GX would give it a folder in the system temp directory.
+    stores = InMemoryStoreBackendDefaults(init_temp_docs_sites=False)
+    ctx = gx.get_context(mode="ephemeral", project_config=DataContextConfig(store_backend_defaults=stores))
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
     return ctx
 

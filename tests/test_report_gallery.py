@@ -64,4 +64,4 @@ def test_gallery_without_the_video_lists_the_question(tmp_path, s3_bucket, on_s3
     options = s3_bucket.options if on_s3 else None
     outcome = build_release(Config(output_root=root, storage_options=options or {}), tables=_gallery_tables())
     html = upath(str(outcome.report), options).read_text()
-    assert _images(html) == 0 and "no frame with the named objects is available" in html
+    assert _images(html) == 0 and "video is not available" in html

@@ -48,9 +48,7 @@ th{background:#f2f4f8}td.l,th.l{text-align:left}.ok{color:#11772b}.bad{color:#b0
 """
 
 # What a sample with no named object is about, so the reviewer knows why no box is drawn.
-NO_OBJECT_CAPTIONS = {
-    "room_size_estimation": "This question is about the room as a whole, so no object is boxed: frames of the room from its video.",
-}
+ROOM_CAPTION = "This question is about the room as a whole, so no object is boxed: frames of the room from its video."
 NO_OBJECT_CAPTION = (
     "This question names no object of the scan (it asks about the room, or about an object the scan does not "
     "contain), so no box is drawn: frames of the room from its video."
@@ -205,7 +203,7 @@ def _gallery_item(
     video = video_file(row["video"]) if real and row["video"] else None
     if video is not None and not used:
         images = _room_frames(video, max_frames)
-        caption = NO_OBJECT_CAPTIONS.get(row["question_type"], NO_OBJECT_CAPTION)
+        caption = ROOM_CAPTION if row["question_type"].startswith("room_size") else NO_OBJECT_CAPTION
     elif video is not None:
         samples = frame_samples.filter((pl.col("key") == row["key"]) & (pl.col("budget") == row["budget"]))
         rank_of = dict(zip(samples["frame_index"].to_list(), samples["rank"].to_list()))
@@ -237,7 +235,6 @@ def _gallery_item(
         missing = "the question's video is not available"
     elif not used:
         missing = caption.split(":")[0] + "; its video has no readable frame"
-        caption = ""
     else:
         missing = "no sampled frame shows the named objects"
     frames_html = "".join(images) or f'<span class="meta">{_esc(missing)}</span>'

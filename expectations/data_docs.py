@@ -158,7 +158,8 @@ def render_index(validations: list[SuiteValidation]) -> str:
             f"<td class=n>{len(v.expectations) - v.failed}</td><td class=n>{v.failed}</td></tr>"
         )
     failures = [
-        f'<li><a href="{page_name(v.suite)}">{_esc(e.rule)}</a>: {_words(e.meaning)} — {e.unexpected_count:,} rows fail'
+        f'<li><a href="{page_name(v.suite)}#{_esc(e.rule)}">{_esc(e.rule)}</a>: {_words(e.meaning)} — '
+        f'{e.unexpected_count:,} {"row fails" if e.unexpected_count == 1 else "rows fail"}'
         f"{' (e.g. ' + _esc(', '.join(e.failing_rows[:5])) + ')' if e.failing_rows else ''}</li>"
         for v in validations for e in v.expectations if not e.success
     ]

@@ -92,7 +92,7 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
     verdicts = read_verdicts(config.verdicts_path)
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
     gate = run_release_gate(tables, config)
-    gate_dict = gate.to_dict()
+    gate_dict = _with_meanings(gate.to_dict(), config)
     if not gate.success:
         raise ReleaseBlocked(gate.summary(), gate_dict)
     gate_dict["data_docs"] = DATA_DOCS_INDEX  # a path inside the release, never a temporary folder
@@ -142,6 +142,16 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
         rejected=rejected,
         orphan_verdicts=orphans,
     )
+
+
+def _with_meanings(gate_dict: dict, config: Config) -> dict:
+    """Each result with its rule's plain-language meaning (for the report and the manifest's checks)."""
+    from expectations.suites import build_suites  # plain data: no Great Expectations import
+
+    suites = build_suites(config.gate.frequency_ceiling, config.gate.letter_tolerance)
+    meanings = {rule.name: rule.meaning for suite in suites for rule in suite.rules}
+    results = [r | {"meaning": meanings.get(r["name"], "")} for r in gate_dict.get("results", [])]
+    return gate_dict | {"results": results}
 
 
 @contextmanager

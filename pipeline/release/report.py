@@ -343,12 +343,17 @@ def render_report(
 
     # Gate results.
     if gate is not None:
-        parts.append("<h2>Expectations</h2>")
+        parts.append("<h2>Expectations</h2><p class=meta>The same results with their details: data_docs/index.html.</p>")
         rows = []
         for r in gate.get("results", []):
             status = '<span class="ok">pass</span>' if r["success"] else '<span class="bad">FAIL</span>'
-            rows.append([_esc(r["name"]), status, r["unexpected_count"], _esc(r["guards"]), _esc(", ".join(r["failing_rows"][:5]))])
-        parts.append(_table(["expectation", "result", "failing rows", "guards against", "first failing ids"], rows, left=2))
+            rows.append([
+                _esc(r["name"]), status, r["unexpected_count"], _esc(r.get("meaning", "")), _esc(r["guards"]),
+                _esc(", ".join(r["failing_rows"][:5])),
+            ])
+        parts.append(
+            _table(["expectation", "result", "failing rows", "what must hold", "a failure means", "first failing ids"], rows, left=2)
+        )
 
     if rejected or orphan_verdicts:
         parts.append("<h2>Reviewer verdicts</h2>")

@@ -43,7 +43,7 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -n 2 -q
 
-# The reviewer report in headless Chromium: Debian's chromium package plus playwright's driver.
+# The reviewer report and the Data Docs in headless Chromium: Debian's chromium package plus playwright's driver.
 test-browser: setup
 	@command -v chromium >/dev/null 2>&1 || { echo "installing Debian's chromium"; $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
 	$(BIN)/pip install -q -e ".[test,browser]"

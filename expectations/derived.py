@@ -17,6 +17,21 @@ import polars as pl
 from pipeline.scoring.metrics import frequency_baseline
 
 DUMMY_KINDS = ("query_drop", "first_frame", "black")
+
+# What each helper column a view adds stands for (shown next to its expectation in Data Docs).
+COLUMN_MEANINGS = {
+    "scan_exists": "true when the row's scan key is in the scans table",
+    "object_exists": "true when the row's (scan, object id) is in the objects table",
+    "extent_positive": "true when all three sides of the object's box are positive",
+    "used_objects_exist": "true when every id in used_obj_ids is an object of the question's scan",
+    "answerable": "true on a dummy video, or when every object the question names is visible under its budget "
+    "(object_visibility.visible)",
+    "options_distinct": "true when no two options share a letter or a text",
+    "answer_in_options": "true when the question has no options, or its answer letter is one of them",
+    "count_in_range": "true for non-counting questions; for counting ones, an answer of at least 1 (0 on a dummy video)",
+    "geometry_is_json": "true when the geometry column parses as JSON",
+    "numeric_positive": "true for counting and non-numeric questions; otherwise the numeric answer is above 0",
+}
 COUNTING_PREFIXES = ("object_counting",)
 
 

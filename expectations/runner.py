@@ -8,7 +8,9 @@ view, the first rows plus the first failing rows of every failed rule, through
 a Checkpoint; it must reach the same verdict rule by rule (a disagreement is
 an error, never a silent pass). Handing GX whole tables meant converting
 millions of rows to pandas objects and hashing them, twice per release. The
-Data Docs site is built once, after the last suite. Great Expectations is
+validation results are kept on the report (``GateReport.validations``) and
+rendered once by ``expectations.data_docs`` into offline pages; GX's own site
+builder (CDN scripts, a temporary folder) is not used. Great Expectations is
 imported here, lazily, only when a gate actually runs.
 """
 
@@ -20,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 import polars as pl
 
 from expectations.checks import RuleCheck, bounded_rows, check_rule, failing_ids
+from expectations.data_docs import SuiteValidation, outcome_from_gx, write_site
 from expectations.derived import build_views
 from expectations.suites import Rule, Suite, build_suites
 
@@ -39,6 +42,7 @@ class GateReport:
     success: bool
     results: list[RuleResult] = field(default_factory=list)
     data_docs: str | None = None
+    validations: list[SuiteValidation] = field(default_factory=list, repr=False)  # for Data Docs, not serialised
 
     @property
     def failures(self) -> list[RuleResult]:
@@ -60,22 +64,19 @@ class GateReport:
         return {"success": self.success, "data_docs": self.data_docs, "results": [asdict(r) for r in self.results]}
 
 
-def _context(docs_dir: str | None):
+def _context():
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
 
-    ctx = gx.get_context(mode="ephemeral")
+    # No default Data Docs site: GX would give it a folder in the system temp directory.
+    stores = InMemoryStoreBackendDefaults(init_temp_docs_sites=False)
+    ctx = gx.get_context(mode="ephemeral", project_config=DataContextConfig(store_backend_defaults=stores))
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
-    if docs_dir:
-        ctx.add_data_docs_site(
-            site_name="scan2qa",
-            site_config={
-                "class_name": "SiteBuilder",
-                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-                "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": docs_dir},
-            },
-        )
     return ctx
 
 
@@ -92,21 +93,26 @@ def run_gate(
     letter_tolerance: float = 0.05,
     min_questions_for_distribution: int = 40,
 ) -> GateReport:
-    """Validate every released table present in ``tables``; build Data Docs into ``docs_dir``."""
+    """Validate every released table present in ``tables``; write Data Docs into ``docs_dir`` when given.
+
+    Without ``docs_dir`` nothing is written anywhere: ``write_site(folder,
+    report.validations)`` renders the same pages later (the release does, into
+    its staging folder).
+    """
     views = build_views(tables, min_questions_for_distribution=min_questions_for_distribution)
     suites = [s for s in build_suites(frequency_ceiling, letter_tolerance) if s.table in views]
-    ctx = _context(docs_dir)
+    ctx = _context()
     import great_expectations as gx
 
     source = ctx.data_sources.add_pandas("scan2qa")
     report = GateReport(success=True)
     for suite in suites:
-        report.results.extend(_run_suite(gx, ctx, source, suite, views[suite.table]))
+        results, validation = _run_suite(gx, ctx, source, suite, views[suite.table])
+        report.results.extend(results)
+        report.validations.append(validation)
     report.success = all(r.success for r in report.results)
     if docs_dir:
-        # Once, after every suite: the site builder renders every stored result each time it runs.
-        ctx.build_data_docs(site_names=["scan2qa"])
-        report.data_docs = os.path.join(docs_dir, "index.html")
+        report.data_docs = str(write_site(docs_dir, report.validations))
     return report
 
 
@@ -116,10 +122,10 @@ def _gx_expectation(gx, rule: Rule, check: RuleCheck, rows: int, sample: int):
         f"validates the {sample:,} rows shown here (the first rows and the first failing ones)."
     )
     meta = {"rule": rule.name, "guards": rule.guards, "notes": {"format": "markdown", "content": [note]}}
-    return getattr(gx.expectations, rule.expectation)(**rule.kwargs, meta=meta)
+    return getattr(gx.expectations, rule.expectation)(**rule.kwargs, meta=meta, description=rule.meaning or None)
 
 
-def _run_suite(gx, ctx, source, suite: Suite, view: pl.DataFrame) -> list[RuleResult]:
+def _run_suite(gx, ctx, source, suite: Suite, view: pl.DataFrame) -> tuple[list[RuleResult], SuiteValidation]:
     checks = {rule.name: check_rule(rule, view) for rule in suite.rules}
     sample = bounded_rows(view, suite.rules, checks)
     asset = source.add_dataframe_asset(name=suite.table)
@@ -141,6 +147,7 @@ def _run_suite(gx, ctx, source, suite: Suite, view: pl.DataFrame) -> list[RuleRe
     outcome = checkpoint.run(batch_parameters={"dataframe": _to_pandas(sample)})
     rules = {rule.name: rule for rule in suite.rules}
     results: list[RuleResult] = []
+    page = SuiteValidation(suite.table, view.height, sample.height, gx.__version__)
     for validation in outcome.run_results.values():
         for er in validation.results:
             rule = rules[er.expectation_config.meta["rule"]]
@@ -162,4 +169,10 @@ def _run_suite(gx, ctx, source, suite: Suite, view: pl.DataFrame) -> list[RuleRe
                     guards=rule.guards,
                 )
             )
-    return results
+            page.expectations.append(
+                outcome_from_gx(
+                    rule, er, unexpected_count=results[-1].unexpected_count,
+                    failing_rows=results[-1].failing_rows, success=results[-1].success,
+                )
+            )
+    return results, page

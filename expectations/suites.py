@@ -1,6 +1,8 @@
 """One expectation suite per released table, as data.
 
-Each rule names what it guards against, so a blocked release says which
+Each rule says in plain words what must hold (``meaning``, shown first in
+Data Docs and given to Great Expectations as the expectation's description)
+and what a failure means (``guards``), so a blocked release says which
 expectation failed on which rows. Rules are (Great Expectations class name,
 kwargs) pairs rather than expectation objects so this module imports without
 Great Expectations (which costs seconds); the runner builds the objects.
@@ -28,6 +30,7 @@ class Rule:
     expectation: str  # Great Expectations class name
     kwargs: dict[str, Any]
     guards: str  # what a failure means, for reviewers
+    meaning: str = ""  # what holds when it passes, in plain words (Data Docs, GX's description)
 
 
 @dataclass
@@ -37,8 +40,15 @@ class Suite:
     rules: list[Rule] = field(default_factory=list)
 
 
-def _true(table: str, column: str, guards: str) -> Rule:
-    return Rule(f"{table}.{column}", "ExpectColumnValuesToBeInSet", {"column": column, "value_set": [True]}, guards)
+def _true(table: str, column: str, guards: str, meaning: str) -> Rule:
+    """A helper column of the view must be true: ``meaning`` says what that stands for."""
+    return Rule(
+        f"{table}.{column}", "ExpectColumnValuesToBeInSet", {"column": column, "value_set": [True]}, guards, meaning
+    )
+
+
+def _words(columns) -> str:
+    return ", ".join(f"`{c}`" for c in columns)
 
 
 def _columns(table: str) -> Rule:
@@ -47,32 +57,42 @@ def _columns(table: str) -> Rule:
         "ExpectTableColumnsToMatchOrderedList",
         {"column_list": list(SCHEMAS[table].names) + _DERIVED.get(table, [])},
         "columns missing, extra or out of order against pipeline/schemas.py",
+        f"the {table} table has exactly the columns pipeline/schemas.py lists, in that order (then the gate's helper columns)",
     )
 
 
 def _not_null(table: str, *columns: str) -> list[Rule]:
     return [
-        Rule(f"{table}.{c}_not_null", "ExpectColumnValuesToNotBeNull", {"column": c}, f"{c} left empty")
+        Rule(f"{table}.{c}_not_null", "ExpectColumnValuesToNotBeNull", {"column": c}, f"{c} left empty",
+             f"every row of {table} has a `{c}`")
         for c in columns
     ]
 
 
 def _in_set(table: str, column: str, values, guards: str) -> Rule:
-    return Rule(f"{table}.{column}_in_set", "ExpectColumnValuesToBeInSet", {"column": column, "value_set": list(values)}, guards)
+    values = list(values)
+    meaning = f"every `{column}` is one of {', '.join(map(str, values))}"
+    return Rule(f"{table}.{column}_in_set", "ExpectColumnValuesToBeInSet", {"column": column, "value_set": values}, guards, meaning)
 
 
-def _between(table: str, column: str, lo=None, hi=None, guards: str = "", strict_min: bool = False) -> Rule:
+def _between(
+    table: str, column: str, lo=None, hi=None, guards: str = "", strict_min: bool = False, meaning: str = ""
+) -> Rule:
     kwargs: dict[str, Any] = {"column": column, "min_value": lo, "max_value": hi}
     if strict_min:
         kwargs["strict_min"] = True
-    return Rule(f"{table}.{column}_range", "ExpectColumnValuesToBeBetween", kwargs, guards)
+    low = None if lo is None else f"{'above' if strict_min else 'at least'} {lo:g}"
+    high = None if hi is None else f"at most {hi:g}"
+    meaning = meaning or f"every `{column}` (where present) is {' and '.join(b for b in (low, high) if b)}"
+    return Rule(f"{table}.{column}_range", "ExpectColumnValuesToBeBetween", kwargs, guards, meaning)
 
 
 def _unique(table: str, columns: list[str], guards: str) -> Rule:
+    meaning = f"no two rows of {table} share {'a' if len(columns) == 1 else 'one'} {_words(columns)}"
     if len(columns) == 1:
-        return Rule(f"{table}.{columns[0]}_unique", "ExpectColumnValuesToBeUnique", {"column": columns[0]}, guards)
+        return Rule(f"{table}.{columns[0]}_unique", "ExpectColumnValuesToBeUnique", {"column": columns[0]}, guards, meaning)
     return Rule(
-        f"{table}.{'_'.join(columns)}_unique", "ExpectCompoundColumnsToBeUnique", {"column_list": columns}, guards
+        f"{table}.{'_'.join(columns)}_unique", "ExpectCompoundColumnsToBeUnique", {"column_list": columns}, guards, meaning
     )
 
 
@@ -118,8 +138,10 @@ def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05)
                 _columns("objects"),
                 *_not_null("objects", "key", "object_id", "raw_label", "category"),
                 _unique("objects", ["key", "object_id"], "two objects share an id in one scan"),
-                _true("objects", "extent_positive", "an object box with a zero or negative side"),
-                _true("objects", "scan_exists", "an object of a scan missing from scans"),
+                _true("objects", "extent_positive", "an object box with a zero or negative side",
+                      "every object box has three positive side lengths"),
+                _true("objects", "scan_exists", "an object of a scan missing from scans",
+                      "every object belongs to a scan listed in scans"),
             ],
         ),
         Suite(
@@ -130,7 +152,7 @@ def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05)
                 _between("rooms", "area_m2", 0, None, "room area not positive", strict_min=True),
                 _in_set("rooms", "kind", ("scene", "main"), "room kind is neither scene nor main"),
                 _in_set("rooms", "source", ("annotated", "derived"), "room source unknown"),
-                _true("rooms", "scan_exists", "a room of a scan missing from scans"),
+                _true("rooms", "scan_exists", "a room of a scan missing from scans", "every room belongs to a scan listed in scans"),
             ],
         ),
         Suite(
@@ -141,7 +163,8 @@ def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05)
                 _in_set("frame_samples", "budget", BUDGETS, "unknown frame budget"),
                 _unique("frame_samples", ["key", "budget", "rank"], "two frames at one rank of a budget"),
                 _between("frame_samples", "timestamp", 0, None, "negative timestamp"),
-                _true("frame_samples", "scan_exists", "frames of a scan missing from scans"),
+                _true("frame_samples", "scan_exists", "frames of a scan missing from scans",
+                      "every sampled frame belongs to a scan listed in scans"),
             ],
         ),
         Suite(
@@ -153,7 +176,8 @@ def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05)
                 _between("object_visibility", "max_fraction", 0.0, 1.0, "frame fraction outside [0, 1]"),
                 _unique("object_visibility", ["key", "budget", "object_id"], "an object decided twice for a budget"),
                 _in_set("object_visibility", "rule", ("fraction", "pixel_floor", "override"), "unknown visibility rule"),
-                _true("object_visibility", "object_exists", "visibility of an object missing from objects"),
+                _true("object_visibility", "object_exists", "visibility of an object missing from objects",
+                      "every visibility decision is about an object listed in objects"),
             ],
         ),
         Suite(
@@ -166,14 +190,22 @@ def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05)
                 _in_set("qa", "budget", BUDGETS, "unknown frame budget"),
                 _in_set("qa", "profile", PROFILES, "unknown profile"),
                 _in_set("qa", "video_kind", VIDEO_KINDS, "unknown video kind"),
-                _true("qa", "options_distinct", "two options with the same letter or text"),
-                _true("qa", "answer_in_options", "the answer letter is not among the options"),
-                _true("qa", "used_objects_exist", "a question names an object missing from objects"),
-                _true("qa", "scan_exists", "a question about a scan missing from scans"),
-                _true("qa", "answerable", "a named object is not visible under the question's frame budget"),
-                _true("qa", "count_in_range", "a counting answer below 1 on a real video (0 only on dummy videos)"),
-                _true("qa", "numeric_positive", "a distance, size or area answer that is not positive"),
-                _true("qa", "geometry_is_json", "the audit geometry is not valid JSON"),
+                _true("qa", "options_distinct", "two options with the same letter or text",
+                      "every choice question's options have distinct letters and distinct texts"),
+                _true("qa", "answer_in_options", "the answer letter is not among the options",
+                      "every choice question's answer letter is one of its options"),
+                _true("qa", "used_objects_exist", "a question names an object missing from objects",
+                      "every object a question names is listed in objects for its scan"),
+                _true("qa", "scan_exists", "a question about a scan missing from scans",
+                      "every question is about a scan listed in scans"),
+                _true("qa", "answerable", "a named object is not visible under the question's frame budget",
+                      "every question names only objects visible in its budget's frames (dummy videos excepted)"),
+                _true("qa", "count_in_range", "a counting answer below 1 on a real video (0 only on dummy videos)",
+                      "every counting answer is at least 1 on a real video and 0 or more on a dummy video"),
+                _true("qa", "numeric_positive", "a distance, size or area answer that is not positive",
+                      "every distance, size or area answer is a positive number"),
+                _true("qa", "geometry_is_json", "the audit geometry is not valid JSON",
+                      "every question's audit geometry (the measurements behind its answer) is valid JSON"),
             ],
         ),
         Suite(
@@ -186,6 +218,8 @@ def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05)
                     0.0,
                     frequency_ceiling,
                     f"always giving the most frequent answer scores above {frequency_ceiling:.0%}: an answer prior",
+                    meaning=f"for every profile, budget and question type with enough questions, always giving the "
+                    f"most frequent answer scores at most {frequency_ceiling:.0%}",
                 ),
                 _between(
                     "qa_distribution",
@@ -193,6 +227,8 @@ def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05)
                     0.0,
                     letter_tolerance,
                     f"a correct letter's share is more than {letter_tolerance:.0%} away from uniform",
+                    meaning=f"for every profile, budget and question type with enough questions, each correct letter's "
+                    f"share is within {letter_tolerance:.0%} of an even spread",
                 ),
             ],
         ),
@@ -202,7 +238,8 @@ def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05)
             [
                 _columns("pinpoint_targets"),
                 _unique("pinpoint_targets", ["key", "object_id"], "a target listed twice"),
-                _true("pinpoint_targets", "object_exists", "a target missing from objects"),
+                _true("pinpoint_targets", "object_exists", "a target missing from objects",
+                      "every PinpointQA target is an object listed in objects"),
             ],
         ),
         Suite(
@@ -213,7 +250,8 @@ def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05)
                 _in_set("pinpoint_neighbors", "relation", RELATIONS, "a relation outside the nine of SPEC §5"),
                 _between("pinpoint_neighbors", "shortest_distance", 0.0, None, "negative distance"),
                 _between("pinpoint_neighbors", "centroid_distance", 0.0, None, "negative distance"),
-                _true("pinpoint_neighbors", "object_exists", "a neighbour missing from objects"),
+                _true("pinpoint_neighbors", "object_exists", "a neighbour missing from objects",
+                      "every PinpointQA neighbour is an object listed in objects"),
             ],
         ),
     ]

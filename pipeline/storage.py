@@ -4,6 +4,11 @@ Scans and outputs live on a local disk by default and on ``s3://`` through
 s3fs; ``UPath`` hides the difference. Writes go to a temporary name and are
 renamed into place, so a failed rewrite never truncates or replaces the
 previous good file (on S3 a single PUT is already all-or-nothing).
+
+Outputs are meant to be shared (a web server, a colleague): every file and
+folder written here gets the modes the user's umask gives a plain ``open`` or
+``mkdir`` (0644 and 0755 under the usual 022), never the owner-only 0600/0700
+that ``tempfile`` uses for its temporary names.
 """
 
 from __future__ import annotations
@@ -69,6 +74,42 @@ def reaching(uri: str | os.PathLike):
         if reason is None:
             raise
         raise StorageUnreachable(str(uri), reason) from None
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the OS tells it (Linux: /proc/self/status)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore at once (not thread-safe, but only read here)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """What a plain ``open(path, "w")`` creates under the current umask (0644 under 022)."""
+    return 0o666 & ~current_umask()
+
+
+def dir_mode() -> int:
+    """What a plain ``mkdir`` creates under the current umask (0755 under 022)."""
+    return 0o777 & ~current_umask()
+
+
+def make_shareable(path: str | os.PathLike) -> None:
+    """Give a file we wrote (a video from ``tempfile.mkstemp``, 0600) the modes a plain ``open`` would have.
+
+    Only bits are added, never taken away, and only on files this user owns:
+    a hard link shares its inode with the source, which is ours as well.
+    """
+    st = os.stat(path)
+    wanted = dir_mode() if os.path.isdir(path) else file_mode()
+    if st.st_uid == getattr(os, "getuid", lambda: st.st_uid)() and (st.st_mode & wanted) != wanted:
+        os.chmod(path, (st.st_mode & 0o7777) | wanted)
 
 
 def write_bytes_atomic(path: UPath, data: bytes) -> None:

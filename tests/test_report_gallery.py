@@ -64,4 +64,63 @@ def test_gallery_without_the_video_lists_the_question(tmp_path, s3_bucket, on_s3
     options = s3_bucket.options if on_s3 else None
     outcome = build_release(Config(output_root=root, storage_options=options or {}), tables=_gallery_tables())
     html = upath(str(outcome.report), options).read_text()
-    assert _images(html) == 0 and "no frame with the named objects is available" in html
+    assert _images(html) == 0 and "video is not available" in html
+
+
+def _render(tables, video_file=lambda rel: None) -> str:
+    from pipeline.release.report import render_report
+
+    return render_report(tables, video_file=video_file, title="t", samples_per_type=2)
+
+
+def _video_getter(tmp_path):
+    local = write_video(tmp_path / "v.mp4", frames=FRAMES)
+    return lambda rel: local if rel == VIDEO else None
+
+
+def test_counts_agree_with_the_charts_and_dummy_questions_are_counted_apart():
+    tables = _gallery_tables()
+    qa = tables["qa"]
+    dummies = qa.head(3).with_columns(
+        id=pl.format("d{}", pl.col("id")), budget=pl.lit("16"), video_kind=pl.lit("black"), video=pl.lit("videos/dummy/black/x.mp4")
+    )
+    tables["qa"] = pl.concat([qa, dummies])
+    html = _render(tables)
+    row = re.search(r"<td class=\"l\">revsi</td><td class=\"l\">object_rel_distance_closest</td>(.*?)</tr>", html).group(1)
+    cells = re.findall(r"<td class=\"\">(\d+)</td>", row)
+    assert cells == ["0", "0", "0", "8", "8", "3"]  # budgets 16, 32, 64, all (real videos), real total, dummy videos
+    assert "revsi · object_rel_distance_closest (8)" in html  # the chart counts the same 8 real questions
+
+
+def test_gallery_boxes_have_a_legend(tmp_path):
+    tables = _gallery_tables()
+    html = _render(tables, _video_getter(tmp_path))
+    legend = re.search(r'<div class="legend"><b>Boxes:</b>(.*?)</div>', html).group(1)
+    assert "object 0: chair" in legend and "object 3: tv" in legend
+    assert legend.count('class="swatch"') == 4
+
+
+def test_a_question_naming_no_object_shows_the_room_and_says_why(tmp_path):
+    tables = _gallery_tables()
+    room = tables["qa"].head(1).with_columns(
+        id=pl.lit("room"), question_type=pl.lit("room_size_estimation"), options=pl.lit([], dtype=pl.List(pl.String)),
+        ground_truth=pl.lit("20.5"), answer_value=pl.lit(20.5), used_obj_ids=pl.lit([], dtype=pl.List(pl.Int32)),
+    )
+    tables["qa"] = pl.concat([tables["qa"], room])
+    html = _render(tables, _video_getter(tmp_path))
+    item = html[html.index("room_size_estimation · video real"):]
+    item = item[: item.index('<div class="q">')] if '<div class="q">' in item else item
+    assert "no frame with the named objects" not in item
+    assert "about the room as a whole" in item and re.search(r'<img alt="frame \d+ of the video"', item)
+
+
+def test_scan_warnings_are_counted_and_shown():
+    tables = _gallery_tables()
+    tables["scans"] = tables["scans"].with_columns(
+        warnings=pl.lit(["pose/3.txt: not finite, frame skipped", "label 'None' read as text"], dtype=pl.List(pl.String))
+    )
+    html = _render(tables)
+    assert "1 of 1 scans with warnings" in html and "<h2>Scan warnings</h2>" in html
+    assert "pose/3.txt: not finite, frame skipped" in html
+    tables["scans"] = tables["scans"].with_columns(warnings=pl.lit([], dtype=pl.List(pl.String)))
+    assert "None of the 1 scans has a warning" in _render(tables)

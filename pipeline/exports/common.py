@@ -59,15 +59,19 @@ def place_video(src: Path, dst: Path, link: bool = True) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     if dst.exists() or dst.is_symlink():
         if dst.exists() and os.path.samefile(src, dst):
+            storage.make_shareable(dst)
             return
         dst.unlink()
+    linked = False
     if link:
         try:
             os.link(src, dst)
-            return
+            linked = True
         except OSError:
             pass
-    shutil.copyfile(src, dst)
+    if not linked:
+        shutil.copyfile(src, dst)
+    storage.make_shareable(dst)  # an export is for others: a video written owner-only (older builds) is opened up
 
 
 def require_video(release: Release, row: dict) -> Path:

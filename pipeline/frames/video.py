@@ -29,7 +29,7 @@ import polars as pl
 from pipeline.errors import ScanError
 from pipeline.frames.budgets import ALL, output_size
 from pipeline.config import FramesConfig
-from pipeline.storage import is_local, upath
+from pipeline.storage import is_local, make_shareable, upath
 from pipeline.frames.video_paths import budget_video_path
 
 FOURCC = "mp4v"
@@ -111,6 +111,7 @@ def video_output(output_root: str, relative: str, fps: float, size: tuple[int, i
         yield writer
         writer.close()
         if local:
+            make_shareable(tmp)  # mkstemp made it owner-only; a released video is for others to read
             os.replace(tmp, target.path)
         else:
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,12 @@ Object stores have no rename: there the release is staged on local disk,
 uploaded with ``manifest.json`` as its last object, and only then is the
 ``LATEST`` object rewritten, so a reader that follows ``LATEST`` (or checks
 for the manifest) never sees a partial release.
+
+A build killed while staging leaves its ``.staging-*`` folder behind; the
+next build removes it. A writer holds an exclusive ``flock`` on its staging
+folder from before the folder gets its ``.staging-`` name until the rename,
+so a folder whose lock can be taken has no live writer (the kernel drops the
+lock of a killed process) and a concurrent build's folder is never touched.
 """
 
 from __future__ import annotations
@@ -19,14 +25,26 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from pipeline import storage
+
+try:
+    import fcntl
+except ImportError:  # not on POSIX: abandoned staging folders are recognised by age alone
+    fcntl = None
+
+STAGING_PREFIX = ".staging-"
+NEW_PREFIX = ".new-"  # a staging folder before it is locked and named
+POINTER_PREFIXES = (".latest-", ".LATEST-")  # the pointers' temporary names, replaced at once
+ABANDONED_AFTER_S = 600  # unlockable leftovers (pointers, unnamed folders) older than this are a killed build's
 
 RELEASED_TABLES = (
     "scans",
@@ -105,56 +123,131 @@ def write_release(
     """
     releases_dir = Path(releases_dir)
     releases_dir.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_staging(releases_dir)
     # Serialised once: the same bytes name the version and are written (a million-row qa takes seconds).
     table_bytes = {name: storage.parquet_bytes(name, tables[name]) for name in sorted(tables)}
     version = version or _version_of(table_bytes)
     final = releases_dir / version
-    staging = releases_dir / f".staging-{version}-{uuid.uuid4().hex[:8]}"
-    try:
-        (staging / "tables").mkdir(parents=True)
-        for name, data in table_bytes.items():
-            storage.write_bytes_atomic(storage.upath(staging / "tables" / f"{name}.parquet"), data)
-        video_entries = []
-        for rel, src in sorted((videos or {}).items()):
-            if not isinstance(src, Path):  # on an object store: copied store-side by ``publish``
-                video_entries.append({"path": rel, "bytes": src.stat().st_size})
-                continue
-            dst = staging / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(src, dst)
-            except OSError:
-                shutil.copy2(src, dst)
-            video_entries.append({"path": rel, "bytes": dst.stat().st_size})
-        (staging / "videos_manifest.json").write_text(json.dumps(video_entries, indent=1))
-        if extra_files:
-            extra_files(staging)
-        files = {
-            str(p.relative_to(staging)): _sha256(p)
-            for p in sorted(staging.rglob("*"))
-            if p.is_file() and not str(p.relative_to(staging)).startswith("videos/")
-        }
-        manifest = {
-            "version": version,
-            "code_revision": code_revision(),
-            "config": config,
-            "row_counts": {name: tables[name].height for name in sorted(tables)},
-            "files": files,
-            "videos": len(video_entries),
-            "checks": checks,
-        }
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str))
-        if final.exists():
-            # Same content, same version: the earlier release stays as it is.
-            shutil.rmtree(staging)
-        else:
-            os.rename(staging, final)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    with _locked_staging(releases_dir, version) as staging:
+        _stage_and_rename(staging, final, version, tables, table_bytes, config, checks, videos, extra_files)
     _point_latest(releases_dir, version)
     manifest = json.loads((final / "manifest.json").read_text())
     return Release(version=version, path=final, manifest=manifest)
+
+
+@contextmanager
+def _locked_staging(releases_dir: Path, version: str) -> Iterator[Path]:
+    """A fresh staging folder, exclusively locked before it is named ``.staging-*``; removed on any failure."""
+    token = uuid.uuid4().hex[:8]
+    unnamed = releases_dir / f"{NEW_PREFIX}{token}"
+    unnamed.mkdir()
+    fd = os.open(unnamed, os.O_RDONLY)
+    staging = releases_dir / f"{STAGING_PREFIX}{version}-{token}"
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(unnamed, staging)
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(unnamed, ignore_errors=True)
+        raise
+    finally:
+        os.close(fd)  # drops the lock; after a successful rename the folder is the release itself
+
+
+def remove_abandoned_staging(releases_dir: Path) -> list[str]:
+    """Remove what killed builds left in ``releases_dir``: unlocked staging folders, stale temporary names.
+
+    Returns the names removed. A staging folder whose lock is held belongs to
+    a build still running and is left alone.
+    """
+    releases_dir = Path(releases_dir)
+    removed = []
+    try:
+        entries = sorted(releases_dir.iterdir())
+    except FileNotFoundError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        name = entry.name
+        try:
+            age = now - entry.lstat().st_mtime
+        except FileNotFoundError:
+            continue
+        if name.startswith(STAGING_PREFIX) and entry.is_dir() and not entry.is_symlink():
+            if _remove_if_unlocked(entry, age):
+                removed.append(name)
+        elif (name.startswith(NEW_PREFIX) or name.startswith(POINTER_PREFIXES)) and age > ABANDONED_AFTER_S:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            removed.append(name)
+    return removed
+
+
+def _remove_if_unlocked(folder: Path, age: float) -> bool:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        if fcntl is None:
+            if age <= ABANDONED_AFTER_S:
+                return False
+        else:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False  # a live build is staging here
+        shutil.rmtree(folder, ignore_errors=True)
+        return not folder.exists()
+    finally:
+        os.close(fd)
+
+
+def _stage_and_rename(staging, final, version, tables, table_bytes, config, checks, videos, extra_files) -> None:
+    """Write tables, videos, reports and the manifest into ``staging``, then rename it to ``final``."""
+    (staging / "tables").mkdir(parents=True)
+    for name, data in table_bytes.items():
+        storage.write_bytes_atomic(storage.upath(staging / "tables" / f"{name}.parquet"), data)
+    video_entries = []
+    for rel, src in sorted((videos or {}).items()):
+        if not isinstance(src, Path):  # on an object store: copied store-side by ``publish``
+            video_entries.append({"path": rel, "bytes": src.stat().st_size})
+            continue
+        dst = staging / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+        storage.make_shareable(dst)  # the link shares the source's inode: a 0600 video of an older build
+        video_entries.append({"path": rel, "bytes": dst.stat().st_size})
+    (staging / "videos_manifest.json").write_text(json.dumps(video_entries, indent=1))
+    if extra_files:
+        extra_files(staging)
+    files = {
+        str(p.relative_to(staging)): _sha256(p)
+        for p in sorted(staging.rglob("*"))
+        if p.is_file() and not str(p.relative_to(staging)).startswith("videos/")
+    }
+    manifest = {
+        "version": version,
+        "code_revision": code_revision(),
+        "config": config,
+        "row_counts": {name: tables[name].height for name in sorted(tables)},
+        "files": files,
+        "videos": len(video_entries),
+        "checks": checks,
+    }
+    (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str))
+    if final.exists():
+        # Same content, same version: the earlier release stays as it is.
+        shutil.rmtree(staging)
+    else:
+        os.rename(staging, final)
 
 
 def publish(local_release: Release, releases_uri, videos: dict[str, object] | None = None) -> str:

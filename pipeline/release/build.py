@@ -2,13 +2,16 @@
 
 A release is only written when every expectation passes; otherwise
 ``ReleaseBlocked`` names the failing expectations and rows and the previous
-release stays exactly as it was.
+release stays exactly as it was. The Data Docs and the report are rendered
+straight into the release's staging folder, so a build leaves nothing in the
+system temporary directory, and ``manifest.json`` names only paths inside
+the release.
 """
 
 from __future__ import annotations
 
-import shutil
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,11 +19,13 @@ import polars as pl
 
 from pipeline import storage
 from pipeline.config import Config
-from pipeline.release.atomic import RELEASED_TABLES, Release, publish, write_release
+from pipeline.release.atomic import RELEASED_TABLES, Release, publish, remove_abandoned_staging, write_release
 from pipeline.release.verdicts import apply_verdicts, read_verdicts
 from pipeline.table_scan import read_tables
 
 REPORT_TABLES = ("visibility",)  # read for the report's gallery, not released
+DATA_DOCS_INDEX = "data_docs/index.html"  # inside the release
+REPORT_INDEX = "report/index.html"
 
 
 class ReleaseBlocked(Exception):
@@ -74,32 +79,34 @@ def run_release_gate(tables: dict[str, pl.DataFrame], config: Config, docs_dir: 
 
 
 def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None, version: str | None = None) -> ReleaseOutcome:
+    from expectations.data_docs import write_site
     from pipeline.release.report import write_report
 
+    out_root = storage.upath(config.output_root, config.storage_options)
+    local = storage.is_local(out_root)
+    if local:  # a build killed while staging left its folder: the next build removes it, whatever it decides
+        remove_abandoned_staging(Path(out_root.path) / "releases")
     tables = dict(tables if tables is not None else collect_tables(config))
     if "qa" not in tables:
         raise ReleaseBlocked("no qa table has been built yet: nothing to release", {"success": False, "results": []})
     verdicts = read_verdicts(config.verdicts_path)
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
-    with (
-        tempfile.TemporaryDirectory(prefix="scan2qa-docs-") as docs_tmp,
-        tempfile.TemporaryDirectory(prefix="scan2qa-gallery-") as gallery_tmp,
-    ):
-        gate = run_release_gate(tables, config, docs_dir=docs_tmp)
-        gate_dict = gate.to_dict()
-        if not gate.success:
-            raise ReleaseBlocked(gate.summary(), gate_dict)
-        released = {k: v for k, v in tables.items() if k in RELEASED_TABLES}
-        out_root = storage.upath(config.output_root, config.storage_options)
-        videos = _release_videos(released, out_root)
-        local = storage.is_local(out_root)
-        # The gallery reads frames with OpenCV: videos on an object store are fetched (only those it shows).
+    gate = run_release_gate(tables, config)
+    gate_dict = _with_meanings(gate.to_dict(), config)
+    if not gate.success:
+        raise ReleaseBlocked(gate.summary(), gate_dict)
+    gate_dict["data_docs"] = DATA_DOCS_INDEX  # a path inside the release, never a temporary folder
+    released = {k: v for k, v in tables.items() if k in RELEASED_TABLES}
+    videos = _release_videos(released, out_root)
+    # The gallery reads frames with OpenCV: videos on an object store are fetched (only those it shows), into a
+    # temporary folder removed on the way out; local videos are read where they are.
+    with tempfile.TemporaryDirectory(prefix="scan2qa-gallery-") if not local else _no_folder() as gallery_tmp:
         video_file = storage.local_file_getter(out_root, gallery_tmp)
 
         def add_reports(staging: Path) -> None:
-            shutil.copytree(docs_tmp, staging / "data_docs")
+            write_site(staging / "data_docs", gate.validations)
             write_report(
-                staging / "report" / "index.html",
+                staging / REPORT_INDEX,
                 tables=tables,
                 video_file=video_file,
                 title=f"scan2qa release review ({len(released['qa'])} questions)",
@@ -117,8 +124,8 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
             )
             return ReleaseOutcome(
                 release=release,
-                report=release.path / "report" / "index.html",
-                data_docs=release.path / "data_docs" / "index.html",
+                report=release.path / REPORT_INDEX,
+                data_docs=release.path / DATA_DOCS_INDEX,
                 rejected=rejected,
                 orphan_verdicts=orphans,
             )
@@ -130,11 +137,26 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
             remote = publish(staged, storage.upath(config.releases_root, config.storage_options), videos)
     return ReleaseOutcome(
         release=Release(version=staged.version, path=remote, manifest=staged.manifest),
-        report=f"{remote}/report/index.html",
-        data_docs=f"{remote}/data_docs/index.html",
+        report=f"{remote}/{REPORT_INDEX}",
+        data_docs=f"{remote}/{DATA_DOCS_INDEX}",
         rejected=rejected,
         orphan_verdicts=orphans,
     )
+
+
+def _with_meanings(gate_dict: dict, config: Config) -> dict:
+    """Each result with its rule's plain-language meaning (for the report and the manifest's checks)."""
+    from expectations.suites import build_suites  # plain data: no Great Expectations import
+
+    suites = build_suites(config.gate.frequency_ceiling, config.gate.letter_tolerance)
+    meanings = {rule.name: rule.meaning for suite in suites for rule in suite.rules}
+    results = [r | {"meaning": meanings.get(r["name"], "")} for r in gate_dict.get("results", [])]
+    return gate_dict | {"results": results}
+
+
+@contextmanager
+def _no_folder():
+    yield ""  # local output: the gallery never needs a download folder
 
 
 def _release_videos(tables: dict[str, pl.DataFrame], out_root) -> dict[str, object]:

@@ -5,8 +5,14 @@ from a mail attachment or a shared drive with no network and no scripts.
 It shows what a reviewer checks before signing a release off: how many
 questions of each type per budget, how the answers are distributed (answer
 priors show up here first), the frequency baselines, how many named objects
-are visible per budget, which expectations ran, and sample questions with the
-frames where their objects are seen and the objects' boxes drawn.
+are visible per budget, which scans had warnings, which expectations ran, and
+sample questions with the frames where their objects are seen, the objects'
+boxes drawn and a legend naming each box.
+
+Counts and charts agree: the count table counts real-video questions per
+budget, with the dummy-video (evidence-absent) questions in a column of their
+own, and each answer chart is drawn from the same real-video questions, so a
+chart's total is its row's "real videos" total.
 """
 
 from __future__ import annotations
@@ -36,8 +42,17 @@ th{background:#f2f4f8}td.l,th.l{text-align:left}.ok{color:#11772b}.bad{color:#b0
 .charts{display:flex;flex-wrap:wrap;gap:16px}.chart{border:1px solid #e3e6ee;padding:6px;border-radius:4px}
 .chart h3{font-size:12px;margin:0 0 4px 0}.q{border:1px solid #e3e6ee;border-radius:4px;padding:10px;margin:12px 0}
 .frames{display:flex;flex-wrap:wrap;gap:6px}.frames img{width:240px;border:1px solid #ccd}
-.meta{color:#667;font-size:12px}
+.meta{color:#667;font-size:12px}.legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin-top:6px}
+.swatch{display:inline-block;width:12px;height:12px;border:2px solid;margin-right:4px;vertical-align:-2px}
+.dim{color:#889}
 """
+
+# What a sample with no named object is about, so the reviewer knows why no box is drawn.
+ROOM_CAPTION = "This question is about the room as a whole, so no object is boxed: frames of the room from its video."
+NO_OBJECT_CAPTION = (
+    "This question names no object of the scan (it asks about the room, or about an object the scan does not "
+    "contain), so no box is drawn: frames of the room from its video."
+)
 
 
 def _esc(x) -> str:
@@ -140,13 +155,56 @@ def _frame_uri(image: np.ndarray) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buf.tobytes()).decode() if ok else ""
 
 
+def _css_colour(bgr: tuple[int, int, int]) -> str:
+    return f"rgb({bgr[2]},{bgr[1]},{bgr[0]})"
+
+
+def _legend(used: list[int], labels: dict[tuple[str, int], str], key: str, boxed: set[int]) -> str:
+    """One swatch per named object, in its box colour, with its id and label; objects without a box say so."""
+    items = []
+    for i, obj in enumerate(used):
+        colour = _css_colour(BOX_COLOURS[i % len(BOX_COLOURS)])
+        label = labels.get((key, obj), "")
+        text = f"object {obj}" + (f": {label}" if label else "")
+        note = "" if obj in boxed else ' <span class="dim">(in no frame shown)</span>'
+        items.append(f'<span><span class="swatch" style="border-color:{colour}"></span>{_esc(text)}{note}</span>')
+    return f'<div class="legend"><b>Boxes:</b>{"".join(items)}</div>' if items else ""
+
+
+def _room_frames(video: Path, max_frames: int) -> list[str]:
+    """A few evenly spaced frames of a video (first, middle, ...), for a question about the room itself."""
+    cap = cv2.VideoCapture(str(video))
+    try:
+        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0)
+    finally:
+        cap.release()
+    ranks = sorted({int(r) for r in np.linspace(0, max(count - 1, 0), num=min(2, max_frames, max(count, 1)))})
+    images = []
+    for rank in ranks:
+        image = _read_frame(video, rank)
+        if image is not None:
+            images.append(f'<img alt="frame {rank} of the video" src="{_frame_uri(image)}">')
+    return images
+
+
 def _gallery_item(
-    row: dict, video_file: VideoFile, frame_samples: pl.DataFrame, visibility: pl.DataFrame, max_frames: int
+    row: dict,
+    video_file: VideoFile,
+    frame_samples: pl.DataFrame,
+    visibility: pl.DataFrame,
+    max_frames: int,
+    labels: dict[tuple[str, int], str] | None = None,
 ) -> str:
     used = list(row["used_obj_ids"] or [])
     images = []
-    video = video_file(row["video"]) if row["video_kind"] == "real" and used and row["video"] else None
-    if video is not None:
+    boxed: set[int] = set()
+    caption = ""
+    real = row["video_kind"] == "real"
+    video = video_file(row["video"]) if real and row["video"] else None
+    if video is not None and not used:
+        images = _room_frames(video, max_frames)
+        caption = ROOM_CAPTION if row["question_type"].startswith("room_size") else NO_OBJECT_CAPTION
+    elif video is not None:
         samples = frame_samples.filter((pl.col("key") == row["key"]) & (pl.col("budget") == row["budget"]))
         rank_of = dict(zip(samples["frame_index"].to_list(), samples["rank"].to_list()))
         seen = visibility.filter(
@@ -168,14 +226,25 @@ def _gallery_item(
                 colour = BOX_COLOURS[used.index(obj["object_id"]) % len(BOX_COLOURS)]
                 cv2.rectangle(image, (x0, y0), (x1, y1), colour, 2)
                 cv2.putText(image, str(obj["object_id"]), (x0 + 3, y0 + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, colour, 1)
+                boxed.add(obj["object_id"])
             images.append(f'<img alt="frame {frame_index}" src="{_frame_uri(image)}">')
     options = "<br>".join(_esc(o) for o in (row["options"] or []))
-    frames_html = "".join(images) or '<span class="meta">no frame with the named objects is available</span>'
+    if not real:
+        missing = f"a dummy ({row['video_kind']}) video: the evidence is left out on purpose, so no frame is shown"
+    elif video is None:
+        missing = "the question's video is not available"
+    elif not used:
+        missing = caption.split(":")[0] + "; its video has no readable frame"
+    else:
+        missing = "no sampled frame shows the named objects"
+    frames_html = "".join(images) or f'<span class="meta">{_esc(missing)}</span>'
+    legend = _legend(used, labels or {}, row["key"], boxed) if images and used else ""
+    caption_html = f'<div class="meta">{_esc(caption)}</div>' if caption and images else ""
     return (
         f'<div class="q"><div class="meta">{_esc(row["id"])} · {_esc(row["key"])} · budget {_esc(row["budget"])} · '
         f'{_esc(row["question_type"])} · video {_esc(row["video_kind"])} · objects {_esc(used)}</div>'
         f"<p>{_esc(row['question'])}</p><p>{options}</p><p><b>Answer:</b> {_esc(row['ground_truth'])}</p>"
-        f'<div class="frames">{frames_html}</div></div>'
+        f'<div class="frames">{frames_html}</div>{legend}{caption_html}</div>'
     )
 
 
@@ -196,24 +265,47 @@ def render_report(
     visibility = tables.get("visibility", pl.DataFrame())
     object_visibility = tables.get("object_visibility", pl.DataFrame())
     parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_esc(title)}</title><style>{CSS}</style></head><body>"]
-    parts.append(f"<h1>{_esc(title)}</h1><p class=meta>{qa.height} questions over {qa['key'].n_unique()} scans.</p>")
+    scans = tables.get("scans", pl.DataFrame())
+    warned = _warned_scans(scans)
+    warned_text = "" if warned is None else f" {warned.height} of {scans.height} scans with warnings."
+    parts.append(
+        f"<h1>{_esc(title)}</h1><p class=meta>{qa.height} questions over {qa['key'].n_unique()} scans.{warned_text}</p>"
+    )
 
-    # Counts per type and budget.
+    # Counts per type and budget: real videos per budget, dummy videos apart (the charts count real videos only).
     types = sorted(set(zip(qa["profile"].to_list(), qa["question_type"].to_list())))
     counts = {(p, t, b): 0 for p, t in types for b in BUDGETS}
-    for (p, t, b), g in qa.group_by(["profile", "question_type", "budget"]):
-        counts[(p, t, b)] = g.height
+    dummies = {(p, t): 0 for p, t in types}
+    is_real = (pl.col("video_kind").fill_null("real") == "real").alias("_real")
+    for (p, t, b, real_video), g in qa.select("profile", "question_type", "budget", is_real).group_by(
+        ["profile", "question_type", "budget", "_real"]
+    ):
+        if real_video:
+            counts[(p, t, b)] = g.height
+        else:
+            dummies[(p, t)] += g.height
     parts.append("<h2>Questions per type and frame budget</h2>")
     parts.append(
+        "<p class=meta>Real-video questions per budget; the last column counts the dummy-video (evidence-absent) "
+        "questions of the same type, which the answer charts below leave out: each chart's total is its row's "
+        "&ldquo;real videos&rdquo; total.</p>"
+    )
+    parts.append(
         _table(
-            ["profile", "question type", *BUDGETS, "total"],
-            [[p, t, *[counts[(p, t, b)] for b in BUDGETS], sum(counts[(p, t, b)] for b in BUDGETS)] for p, t in types],
+            ["profile", "question type", *BUDGETS, "real videos", "dummy videos"],
+            [
+                [p, t, *[counts[(p, t, b)] for b in BUDGETS], sum(counts[(p, t, b)] for b in BUDGETS), dummies[(p, t)]]
+                for p, t in types
+            ],
             left=2,
         )
     )
 
     # Answer distributions (real videos).
-    parts.append("<h2>Answer distributions</h2><div class=charts>")
+    parts.append(
+        "<h2>Answer distributions</h2><p class=meta>Real-video questions of every budget; the number after each "
+        "title is the chart's total.</p><div class=charts>"
+    )
     # Only what the charts and baselines read: copying every column of a million questions costs gigabytes.
     charted = ["id", "profile", "budget", "question_type", "video_kind", "ground_truth", "options", "answer_value"]
     real = qa.select(charted).filter(pl.col("video_kind") == "real")
@@ -246,14 +338,22 @@ def render_report(
         parts.append(_table(["budget", "objects", "visible", "share"], rows))
         parts.append(answerability_table(qa, object_visibility))
 
+    if warned is not None:
+        parts.append(_warnings_section(warned, scans.height))
+
     # Gate results.
     if gate is not None:
-        parts.append("<h2>Expectations</h2>")
+        parts.append("<h2>Expectations</h2><p class=meta>The same results with their details: data_docs/index.html.</p>")
         rows = []
         for r in gate.get("results", []):
             status = '<span class="ok">pass</span>' if r["success"] else '<span class="bad">FAIL</span>'
-            rows.append([_esc(r["name"]), status, r["unexpected_count"], _esc(r["guards"]), _esc(", ".join(r["failing_rows"][:5]))])
-        parts.append(_table(["expectation", "result", "failing rows", "guards against", "first failing ids"], rows, left=2))
+            rows.append([
+                _esc(r["name"]), status, r["unexpected_count"], _esc(r.get("meaning", "")), _esc(r["guards"]),
+                _esc(", ".join(r["failing_rows"][:5])),
+            ])
+        parts.append(
+            _table(["expectation", "result", "failing rows", "what must hold", "a failure means", "first failing ids"], rows, left=2)
+        )
 
     if rejected or orphan_verdicts:
         parts.append("<h2>Reviewer verdicts</h2>")
@@ -273,10 +373,42 @@ def render_report(
     frame_samples, visibility = (
         df.filter(pl.col("key").is_in(shown)) if "key" in df.columns else df for df in (frame_samples, visibility)
     )
+    objects = tables.get("objects", pl.DataFrame())
+    labels = {}
+    if {"key", "object_id", "category"} <= set(objects.columns):
+        shown_objects = objects.filter(pl.col("key").is_in(shown))
+        labels = dict(zip(zip(shown_objects["key"].to_list(), shown_objects["object_id"].to_list()),
+                          shown_objects["category"].to_list()))
     for row in samples:
-        parts.append(_gallery_item(row, video_file, frame_samples, visibility, frames_per_question))
+        parts.append(_gallery_item(row, video_file, frame_samples, visibility, frames_per_question, labels))
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def _warned_scans(scans: pl.DataFrame) -> pl.DataFrame | None:
+    """Scans with at least one warning (key, count, warnings), or None when the table carries no warnings column."""
+    if "warnings" not in scans.columns or "key" not in scans.columns:
+        return None
+    counted = scans.select("key", pl.col("warnings").fill_null([]).alias("warnings")).with_columns(
+        pl.col("warnings").list.len().alias("count")
+    )
+    return counted.filter(pl.col("count") > 0).sort("key")
+
+
+def _warnings_section(warned: pl.DataFrame, scan_count: int, first: int = 3) -> str:
+    """Per scan: how many warnings its reader raised, and the first few (a build goes on past them)."""
+    head = "<h2>Scan warnings</h2>"
+    if warned.height == 0:
+        return head + f"<p>None of the {scan_count} scans has a warning.</p>"
+    rows = [
+        [_esc(r["key"]), r["count"], "<br>".join(_esc(w) for w in r["warnings"][:first]) + (" …" if r["count"] > first else "")]
+        for r in warned.iter_rows(named=True)
+    ]
+    return (
+        head + f"<p class=meta>{warned.height} of {scan_count} scans built with warnings "
+        f"({int(warned['count'].sum())} in all); the first {first} of each are shown.</p>"
+        + _table(["scan", "warnings", "first warnings"], rows)
+    )
 
 
 def write_report(path: Path, **kwargs) -> Path:

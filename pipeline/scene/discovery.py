@@ -65,6 +65,7 @@ baseline of ``scan2qa bench discovery``.
 from __future__ import annotations
 
 import bisect
+import errno
 import hashlib
 import json
 import math
@@ -151,7 +152,8 @@ def _local_subfolders(path: str, rel: str, listing: _Listing) -> list[str]:
             try:
                 is_link, is_dir = e.is_symlink(), e.is_dir()
             except OSError as exc:
-                listing.skip(where, f"cannot be followed ({exc.strerror or type(exc).__name__}): skipped")
+                why = "symbolic link loop" if exc.errno == errno.ELOOP else f"cannot be followed ({exc.strerror})"
+                listing.skip(where, f"{why}: skipped")
                 continue
             if is_link:
                 problem, _ = link_problem(e.path, listing.root_real, listing.allow_outside)
@@ -295,6 +297,7 @@ def _walk(
     # The top-most folder with no scan at or below it is reported once (not each of its subfolders); a folder
     # holding scans or refused entries is a dataset or download folder and those are reported instead.
     taken = [rel for _, _, rel in candidates]
+    deeper = [rel for rel in undetected if rel.count("/") + 1 == MAX_DEPTH and _subfolder_names(_join(base, rel))]
     reported: list[str] = []
     noted = list(listing.problems)
     for rel in sorted(undetected, key=lambda r: (r.count("/"), r)):
@@ -304,7 +307,7 @@ def _walk(
             continue
         reported.append(rel)
         why = "no reader recognises this folder or a folder in it (a ScanNet scan needs <scene>_vh_clean_2.ply)"
-        if rel.count("/") + 1 == MAX_DEPTH and _subfolder_names(_join(base, rel)):
+        if any(d == rel or d.startswith(rel + "/") for d in deeper):
             why += f"; scans are looked for at most {MAX_DEPTH} folders below the root"
         listing.skip(rel, f"{why}: skipped")
     return _Walk(found, complete, sorted(listing.problems))

@@ -297,7 +297,7 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
         raise ScanError(key, segs_path.name, f"{seg_indices.size} segIndices for {len(vertices)} mesh vertices")
 
     if overlap:
-        warnings.append(f"{overlap} vertices belong to more than one segGroup; the later group keeps them")
+        warnings.append(f"{agg_path.name}: {overlap} vertices belong to more than one segGroup; the later group keeps them")
     object_ids, id_warnings = _object_ids(groups, key, agg_path.name)
     warnings += id_warnings
     id_of_position = np.asarray(object_ids + [-1], dtype=np.int64)  # index -1 maps "no group" to -1

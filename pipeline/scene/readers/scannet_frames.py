@@ -119,7 +119,9 @@ def read_stream_frames(
     poses = [_read_matrix(pose_files[i], key, (4, 4)) for i in indices]
     timestamps = [i / fps for i in indices]
     frames = _make_frames(indices, poses, timestamps, k_color, color_size or out_size, out_size, alignment)
-    warnings = dropped_pose_warnings(frames) + _drop_corrupt_images(frames, color_files)
+    nan_poses = [f.frame_index for f in frames if not f.valid]
+    warnings = [w + f" (first: pose/{nan_poses[0]}.txt)" for w in dropped_pose_warnings(frames)]
+    warnings += _drop_corrupt_images(frames, color_files)
 
     def load_image(frame_index: int) -> np.ndarray:
         path = color_files.get(int(frame_index))

@@ -263,12 +263,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for line in output_summary(config):
         print(line)
+    for line in scan_notes_lines(config, report):
+        print(line)
     dataset_wide = "" if report.dataset_wide_error is None else ", dataset-wide assets FAILED"
     print(f"summary: {len(report.ok)} ok, {len(report.failed)} failed{dataset_wide}")
     for key, error in report.failed.items():
         print(f"  FAILED {key}: {error}")
-    for line in scan_notes_lines(config, report):
-        print(line)
     if report.dataset_wide_error is not None:
         print(f"  FAILED dataset-wide: {report.dataset_wide_error}")
     # Failed partitions are reported but do not fail the build; no release (a blocked gate) does.

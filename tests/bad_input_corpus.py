@@ -192,7 +192,7 @@ def link_to(target: Callable[[Path, Path], Path], inside: Callable[[Path], Path]
             outside.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, goal)
         path.unlink()
-        os.symlink(goal, path)
+        os.symlink(goal.resolve(), path)
         return key_of(folder)
 
     return make
@@ -200,7 +200,7 @@ def link_to(target: Callable[[Path, Path], Path], inside: Callable[[Path], Path]
 
 def folder_link_outside(root: Path, scene_id: str, outside: Path) -> str:
     target = scan(outside / "linked", scene_id)
-    os.symlink(target, root / scene_id)
+    os.symlink(target.resolve(), root / scene_id)
     return scene_id
 
 
@@ -216,7 +216,7 @@ def loop_in_scan(folder: Path) -> None:
 
 def dangling_scan(root: Path, scene_id: str, outside: Path) -> str:
     root.mkdir(parents=True, exist_ok=True)
-    os.symlink(root / "nowhere", root / scene_id)
+    os.symlink((root / "nowhere").resolve(), root / scene_id)
     return scene_id
 
 

@@ -84,8 +84,8 @@ def excluded_lines(failed: dict[str, str], skipped: list[str]) -> list[str]:
     if not failed and not skipped:
         return []
     return [f"excluded from the release: {len(failed)} failed scan{'s' if len(failed) != 1 else ''} and "
-            f"{len(skipped)} skipped folder{'s' if len(skipped) != 1 else ''} (listed above; also in the release "
-            f"manifest's checks.excluded_scans)"]
+            f"{len(skipped)} skipped folder{'s' if len(skipped) != 1 else ''} (skipped folders listed at the start, "
+            f"failed scans below; also in the release manifest's checks.excluded_scans)"]
 
 
 def notes_html(scans: pl.DataFrame | None, excluded: dict[str, Any] | None) -> str:

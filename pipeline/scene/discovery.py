@@ -522,6 +522,7 @@ class TickResult:
     discovery_complete: bool  # False when the deadline left some new folders undetected until the next tick
     state: DiscoveryState
     errors: list[str] = field(default_factory=list)  # scans whose folder could not be listed this tick
+    skipped: list[str] = field(default_factory=list)  # folders under the root not taken, and why
 
     @property
     def ticks_per_pass(self) -> int:
@@ -537,6 +538,8 @@ class TickResult:
             )
         if self.errors:
             text += f"; {len(self.errors)} could not be listed: " + "; ".join(self.errors[:3])
+        if self.skipped:
+            text += f"; {len(self.skipped)} folders skipped: " + "; ".join(self.skipped[:3])
         return text
 
 
@@ -609,4 +612,5 @@ def discovery_tick(
         discovery_complete=walk.complete,
         state=DiscoveryState(scans, next_key),
         errors=sorted(errors),
+        skipped=walk.problems,
     )

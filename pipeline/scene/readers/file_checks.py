@@ -83,7 +83,8 @@ def check_scan_folder(folder: Path, key: str, root: str, allow_outside: bool = F
         except OSError as exc:
             raise ScanError(key, rel or ".", f"folder cannot be listed ({exc.strerror or type(exc).__name__})") from None
         for entry in entries:
-            name = f"{rel}{entry.name}"
+            # Printable even when the name is not UTF-8 (os.scandir hands such bytes over as surrogates).
+            name = f"{rel}{entry.name}".encode("utf-8", "backslashreplace").decode("utf-8")
             if entry.is_symlink():
                 problem, _ = link_problem(entry.path, root_real, allow_outside)
                 if problem:

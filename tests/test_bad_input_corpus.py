@@ -235,3 +235,23 @@ def test_generate_reads_the_good_files_of_a_folder_with_bad_ones(tmp_path, fixtu
     assert set(pl.read_parquet(out)["key"]) == {"scannet/scene0088_01"}
     # Alone, a bad file is still an error naming it (the command exits non-zero, no traceback).
     assert main(["generate", "--annotations", str(folder / "deep.json"), "--profile", "revsi", "--out", str(out)]) != 0
+
+
+def test_image_check_reads_only_headers_and_finds_a_frame_header_behind_exif(tmp_path):
+    import struct
+
+    import cv2
+    import numpy as np
+
+    from pipeline.frames.frame_checks import image_problem
+
+    jpeg = cv2.imencode(".jpg", np.full((96, 128, 3), 120, np.uint8))[1].tobytes()
+    exif = b"\xff\xe1" + struct.pack(">H", 10_002) + b"E" * 10_000  # an APP1 segment pushing the header past 4 KiB
+    path = tmp_path / "exif.jpg"
+    path.write_bytes(jpeg[:2] + exif + jpeg[2:])
+    assert cv2.imread(str(path)) is not None and image_problem(path) is None
+    path.write_bytes(jpeg[:2] + exif + jpeg[2:-2])
+    assert image_problem(path) == "truncated JPEG (no end-of-image marker)"
+    png = tmp_path / "frame.png"
+    cv2.imwrite(str(png), np.zeros((4, 4, 3), np.uint8))
+    assert image_problem(png) is None

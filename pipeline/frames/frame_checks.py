@@ -34,7 +34,8 @@ from pipeline.errors import ScanError
 # or hostile, and OpenCV would try to allocate it.
 MAX_IMAGE_PIXELS = 50_000_000
 ROTATION_TOLERANCE = 1e-2  # largest |RᵀR - I| of a rigid pose (stored poses carry ~6 decimals)
-HEAD_BYTES = 1 << 16  # a JPEG's frame header sits after its EXIF/APP segments, within the first 64 KiB
+HEAD_BYTES = 1 << 12  # enough for the frame header of a JPEG without EXIF (ScanNet's exports) ...
+LONG_HEAD_BYTES = 1 << 16  # ... and with EXIF/APP segments in front of it
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,8 @@ def image_problem(path: Path) -> str | None:
         size = path.stat().st_size
         with open(path, "rb") as fh:
             head = fh.read(HEAD_BYTES)
+            if head.startswith(b"\xff\xd8\xff") and _jpeg_size(head) is None and size > HEAD_BYTES:
+                head += fh.read(LONG_HEAD_BYTES - HEAD_BYTES)
             fh.seek(max(size - 64, 0))
             tail = fh.read()
     except OSError as exc:

@@ -89,14 +89,17 @@ def check_scan_folder(folder: Path, key: str, root: str, allow_outside: bool = F
                 problem, _ = link_problem(entry.path, root_real, allow_outside)
                 if problem:
                     raise ScanError(key, name, problem)
+            # The entry type comes with the listing (no stat) except for links and special files.
             try:
+                if entry.is_dir():
+                    if depth < MAX_CHECK_DEPTH:
+                        visit(entry.path, f"{name}/", depth + 1)
+                    continue
+                if entry.is_file():
+                    continue
                 mode = entry.stat().st_mode
             except OSError as exc:
                 raise ScanError(key, name, f"cannot be read ({exc.strerror or type(exc).__name__})") from None
-            if stat.S_ISDIR(mode):
-                if depth < MAX_CHECK_DEPTH:
-                    visit(entry.path, f"{name}/", depth + 1)
-            elif not stat.S_ISREG(mode):
-                raise ScanError(key, name, f"{kind_of(mode)}, not a regular file: refused before opening")
+            raise ScanError(key, name, f"{kind_of(mode)}, not a regular file: refused before opening")
 
     visit(str(folder), "", 0)

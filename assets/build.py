@@ -22,7 +22,8 @@ import dagster as dg
 
 from pipeline.config import Config, load_config
 from pipeline.errors import ConfigError
-from pipeline.scene.discovery import discover_scans
+from pipeline.scene.discovery import discover, discover_scans
+from pipeline.scene.scan_notes import excluded_lines, read_scan_warnings, warning_lines, write_excluded
 from pipeline.storage import upath
 from pipeline.threads import available_cores, threads_per_worker
 
@@ -66,6 +67,7 @@ class BuildReport:
     ok: list[str] = field(default_factory=list)  # partition keys that materialized
     failed: dict[str, str] = field(default_factory=dict)  # partition key -> one-line error
     dataset_wide_error: str | None = None
+    skipped: list[str] = field(default_factory=list)  # folders under the scans root not taken, and why
 
 
 def run_failure(result: dg.ExecuteInProcessResult) -> str:
@@ -185,7 +187,10 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
     from resources.storage import StorageResource
 
     report = BuildReport()
-    scans = discover_scans(config.scans_root, config.storage_options)
+    found = discover(config.scans_root, config.storage_options, allow_links_outside_root=config.allow_links_outside_root)
+    scans, report.skipped = found.scans, found.skipped
+    for line in report.skipped:
+        print(f"skipped under the scans root: {line}", flush=True)
     if not scans:
         return report
     definitions = [*all_assets, *all_asset_checks]
@@ -219,6 +224,7 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
         else:
             report.failed[outcome.key] = outcome.error
     dataset_selection = dataset_wide_keys(all_assets)
+    write_excluded(config.output_root, config.storage_options, report.failed, report.skipped)  # for the manifest
     if dataset_wide and dataset_selection and report.ok:
         started = time.perf_counter()
         print(f"dataset-wide ({', '.join(k.to_user_string() for k in dataset_selection)}) ... ", end="", flush=True)
@@ -231,6 +237,12 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
             if "asset check" in error:
                 print(gate_failures(config), flush=True)
     return report
+
+
+def scan_notes_lines(config: Config, report: BuildReport) -> list[str]:
+    """Per-scan warnings of the scans built, then what the release leaves out (``pipeline.scene.scan_notes``)."""
+    warnings = read_scan_warnings(config.tables_root, report.ok, config.storage_options)
+    return warning_lines(warnings) + excluded_lines(report.failed, report.skipped)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -250,6 +262,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"no scans found under {config.scans_root}")
         return 1
     for line in output_summary(config):
+        print(line)
+    for line in scan_notes_lines(config, report):
         print(line)
     dataset_wide = "" if report.dataset_wide_error is None else ", dataset-wide assets FAILED"
     print(f"summary: {len(report.ok)} ok, {len(report.failed)} failed{dataset_wide}")

@@ -65,6 +65,9 @@ class Config:
     reviews_path: str | None = None  # verdicts CSV; default <output_root>/reviews/verdicts.csv
     pinpointqa: dict[str, Any] = field(default_factory=dict)  # overrides of pipeline.pinpoint.config defaults
     discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
+    # Symbolic links that leave the scans root (a scan folder or a file linked elsewhere) are refused unless this
+    # is set: a build reads only what the configured root holds (pipeline.scene.readers.file_checks).
+    allow_links_outside_root: bool = False
 
     @property
     def tables_root(self) -> str:

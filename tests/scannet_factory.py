@@ -1,6 +1,6 @@
 """Small ScanNet-layout scenes for reader tests: a copy of the real fixture, or a hand-made box room.
 
-The real fixture is linked file by file into a temporary scans root so a test
+The real fixture is hard-linked file by file into a temporary scans root so a test
 can replace one file (a v2 aggregation, an axisAlignment line, a truncated
 mesh) without copying 7 MB.
 """
@@ -30,7 +30,11 @@ def linked_fixture(tmp_path: Path, fixtures_dir: Path, label_maps=(V2_MAP,)) -> 
     dst = root / SCENE
     dst.mkdir(parents=True)
     for f in sorted(src.iterdir()):
-        os.symlink(f, dst / f.name)
+        # Hard links (or copies across file systems): a symlink out of the scans root is refused by the readers.
+        try:
+            os.link(f, dst / f.name)
+        except OSError:
+            shutil.copyfile(f, dst / f.name)
     for name in label_maps:
         shutil.copyfile(fixtures_dir / "scannet" / name, root / name)
     return dst

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import numpy as np
@@ -98,7 +99,7 @@ def test_scene_tables_equal_the_scannet_layout_except_ids(written):
 
 @pytest.fixture
 def scene_copy(written, tmp_path):
-    """A copy of the scene to damage: JSON files copied, mesh and video linked."""
+    """A copy of the scene to damage: JSON files copied, mesh and video hard-linked."""
     src = written["folder"]
     dst = tmp_path / src.name
     (dst / "scans").mkdir(parents=True)
@@ -106,7 +107,7 @@ def scene_copy(written, tmp_path):
     for rel in (SEGMENTS_PATH, ANNOTATION_PATH, POSES_PATH):
         shutil.copy(src / rel, dst / rel)
     for rel in (MESH_PATH, VIDEO_NAME):
-        (dst / rel).symlink_to(src / rel)
+        os.link(src / rel, dst / rel)  # a hard link: symlinks out of the scans root are refused
     return dst
 
 

@@ -2,10 +2,9 @@
 
 Steps will run on workers far from the scans (Celery, ``s3://``), where listing a
 root of thousands of scans costs more than the step. "Never lists" is shown
-without watching our own code: the roots below hold a symlink loop, which makes
-any listing of them fail (a stat of the loop raises ELOOP, even for root, for
-whom a ``chmod 000`` folder would still be readable), so a step that listed the
-root would fail. Where the location comes from is shown by copies a listing or
+without watching our own code: any listing of the roots below fails at the
+operating-system call (``os.scandir``/``os.listdir`` refuse them), so a step that
+listed the root would fail. Where the location comes from is shown by copies a listing or
 a direct guess would pick instead, broken so that reading them fails.
 """
 
@@ -35,12 +34,26 @@ from tests.scannet_factory import V2_MAP, make_box_room
 KEY = "synthetic/synth0000_00"
 
 
-def unlistable(root: Path) -> Path:
-    """A root whose listing raises: it holds a symlink loop (checked, so the proof cannot go stale)."""
+def unlistable(root: Path, monkeypatch) -> Path:
+    """A root whose listing raises (any ``os.scandir``/``os.listdir`` of it; checked, so the proof cannot go stale).
+
+    Discovery itself survives unlistable entries (a symlink loop is reported and skipped), so the listing
+    is made to fail at the operating-system call every listing goes through.
+    """
     root.mkdir(parents=True, exist_ok=True)
-    os.symlink("loop", root / "loop")
-    with pytest.raises(OSError, match="symbolic links"):
-        discover_scans(str(root))
+    real_scandir, real_listdir = os.scandir, os.listdir
+
+    def refuse(real):
+        def listing(path=".", *args):
+            if not isinstance(path, int) and os.path.realpath(os.fspath(path)) == os.path.realpath(root):
+                raise PermissionError(13, "listing the scans root is not allowed in this test", str(root))
+            return real(path, *args)
+        return listing
+
+    monkeypatch.setattr(os, "scandir", refuse(real_scandir))
+    monkeypatch.setattr(os, "listdir", refuse(real_listdir))
+    with pytest.raises(OSError, match="not allowed"):
+        os.listdir(root)
     return root
 
 
@@ -94,8 +107,8 @@ def test_scannet_download_layout_is_discovered_and_built(tmp_path, monkeypatch):
     assert objects["label_mapped"].all() and objects["category"].to_list() == ["floor", "table", "book"]
 
 
-def test_steps_read_the_recorded_folder_and_never_list_the_root(tmp_path):
-    root = unlistable(tmp_path / "scans")
+def test_steps_read_the_recorded_folder_and_never_list_the_root(tmp_path, monkeypatch):
+    root = unlistable(tmp_path / "scans", monkeypatch)
     good = write_scan(root / "zz", "synth0000_00", objects=4, frames=3)
     break_truncated_ply(write_scan(root, "synth0000_00", frames=3))  # where a direct guess looks first
     runs = Runs(str(root), tmp_path / "out")

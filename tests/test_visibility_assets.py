@@ -43,7 +43,10 @@ def built(tmp_path_factory):
     no_image = make_box_room(root, "scene0991_00", frames="stream", n_frames=12)
     (no_image / "color" / "6.jpg").unlink()
     corrupt = make_box_room(root, "scene0992_00", frames="stream", n_frames=12)
-    (corrupt / "color" / "3.jpg").write_bytes(b"not a jpeg")
+    # Header and end marker intact (the reader's cheap check passes: bytes that are not a JPEG at all drop their
+    # frame with a warning instead, tests/test_bad_input_corpus.py), but no image data: it fails when decoded.
+    sof = b"\xff\xc0\x00\x0b\x08\x00\x60\x00\x80\x01\x01\x11\x00"
+    (corrupt / "color" / "3.jpg").write_bytes(b"\xff\xd8" + sof + b"garbage" * 10 + b"\xff\xd9")
     config = load_config(None, scans_root=str(root), output_root=str(tmp / "out"))
     storage = StorageResource.from_config(config)
     instance = dg.DagsterInstance.ephemeral()

@@ -36,8 +36,25 @@ def annotation_files(path: str | Path) -> list[Path]:
     return [path]
 
 
-def read_all(path: str | Path) -> list[AnnotatedScene]:
-    scenes = [scene for file in annotation_files(path) for scene in read_annotations(file)]
+def read_all(path: str | Path, skipped: list[str] | None = None) -> list[AnnotatedScene]:
+    """Every scene of a file or folder. In a folder a bad file (a scene list, broken JSON) is skipped and
+    said in ``skipped`` (one ScanError line each) so the other files are still read; it fails only alone."""
+    files = annotation_files(path)
+    scenes = []
+    for file in files:
+        try:
+            try:
+                scenes += read_annotations(file)
+            except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:  # content of an odd shape
+                problem = f"unreadable annotation ({type(exc).__name__}: {exc})".splitlines()[0][:300]
+                raise ScanError(file.stem, str(file), problem) from None
+        except ScanError as exc:
+            if len(files) == 1:
+                raise
+            if skipped is not None:
+                skipped.append(str(exc))
+    if not scenes and skipped:
+        raise ScanError(Path(path).name, str(path), f"no annotation file could be read; first: {skipped[0]}")
     keys = [s.key for s in scenes]
     duplicates = sorted({k for k in keys if keys.count(k) > 1})
     if duplicates:
@@ -68,14 +85,18 @@ def scene_candidates(scene: AnnotatedScene, profile: Profile, seed: int) -> pl.D
     return candidates.filter(pl.Series(keep, dtype=pl.Boolean))
 
 
-def candidates_from_annotations(path: str | Path, profile: str | Profile, seed: int) -> pl.DataFrame:
+def candidates_from_annotations(
+    path: str | Path, profile: str | Profile, seed: int, skipped: list[str] | None = None
+) -> pl.DataFrame:
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
-    frames = [scene_candidates(scene, prof, seed) for scene in read_all(path)]
+    frames = [scene_candidates(scene, prof, seed) for scene in read_all(path, skipped)]
     frames = [f for f in frames if not f.is_empty()]
     return pl.concat(frames) if frames else schemas.empty("qa_candidates")
 
 
-def generate_from_annotations(path: str | Path, profile: str | Profile, seed: int = 0) -> pl.DataFrame:
-    """The finalized ``qa`` table of every scene in an annotation file or folder."""
+def generate_from_annotations(
+    path: str | Path, profile: str | Profile, seed: int = 0, skipped: list[str] | None = None
+) -> pl.DataFrame:
+    """The finalized ``qa`` table of every scene in an annotation file or folder (bad files of a folder in ``skipped``)."""
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
-    return finalize_qa(candidates_from_annotations(path, prof, seed), profile=prof, seed=seed)
+    return finalize_qa(candidates_from_annotations(path, prof, seed, skipped), profile=prof, seed=seed)

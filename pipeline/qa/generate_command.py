@@ -24,7 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    qa = generate_from_annotations(args.annotations, args.profile, seed=args.seed)
+    skipped: list[str] = []
+    qa = generate_from_annotations(args.annotations, args.profile, seed=args.seed, skipped=skipped)
+    for line in skipped:
+        print(f"skipped: {line}")
     out = Path(args.out)
     storage.write_table(storage.upath(out), "qa", qa)
     scenes = qa["key"].n_unique() if qa.height else 0

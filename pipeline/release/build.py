@@ -21,6 +21,7 @@ from pipeline import storage
 from pipeline.config import Config
 from pipeline.release.atomic import RELEASED_TABLES, Release, publish, remove_abandoned_staging, write_release
 from pipeline.release.verdicts import apply_verdicts, read_verdicts
+from pipeline.scene.scan_notes import read_excluded
 from pipeline.table_scan import read_tables
 
 REPORT_TABLES = ("visibility",)  # read for the report's gallery, not released
@@ -90,6 +91,7 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
     if "qa" not in tables:
         raise ReleaseBlocked("no qa table has been built yet: nothing to release", {"success": False, "results": []})
     verdicts = read_verdicts(config.verdicts_path)
+    excluded = read_excluded(config.output_root, config.storage_options)  # failed scans, skipped folders
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
     gate = run_release_gate(tables, config)
     gate_dict = _with_meanings(gate.to_dict(), config)
@@ -114,9 +116,10 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
                 orphan_verdicts=orphans,
                 rejected=rejected,
                 seed=config.seed,
+                excluded_scans=excluded,
             )
 
-        checks = gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans}
+        checks = gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans, "excluded_scans": excluded}
         if local:
             release = write_release(
                 Path(out_root.path) / "releases", released, config=config.to_dict(), checks=checks,

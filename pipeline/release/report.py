@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from pipeline import seeding
+from pipeline.scene.scan_notes import notes_html
 from pipeline.schemas import BUDGETS
 from pipeline.scoring.metrics import frequency_baseline
 
@@ -259,6 +260,7 @@ def render_report(
     samples_per_type: int = 2,
     frames_per_question: int = 4,
     seed: int = 0,
+    excluded_scans: dict | None = None,
 ) -> str:
     qa = tables["qa"]
     frame_samples = tables.get("frame_samples", pl.DataFrame())
@@ -360,6 +362,8 @@ def render_report(
         parts.append(f"<p>{len(rejected or [])} questions excluded as rejected.</p>")
         if orphan_verdicts:
             parts.append("<p>Verdicts whose question no longer exists:</p><ul>" + "".join(f"<li>{_esc(o)}</li>" for o in orphan_verdicts) + "</ul>")
+
+    parts.append(notes_html(tables.get("scans"), excluded_scans))  # excluded scans, per-scan warnings
 
     # Gallery.
     parts.append("<h2>Sample questions</h2>")

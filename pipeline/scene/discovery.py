@@ -65,6 +65,7 @@ baseline of ``scan2qa bench discovery``.
 from __future__ import annotations
 
 import bisect
+import errno
 import hashlib
 import json
 import math
@@ -103,12 +104,77 @@ def _detect(folder: UPath) -> str | None:
     return detect_dataset(folder)
 
 
-def _subfolder_names(folder: UPath) -> list[str]:
+# Dagster refuses partition keys holding these (``dagster._core.definitions.partitions.utils.base``).
+_KEY_BREAKERS = ("...", "\a", "\b", "\f", "\n", "\r", "\t", "\v", "\0")
+# Longest folder name taken: outputs are named <scene_id>.parquet / .mp4 within the usual 255-byte name limit.
+MAX_NAME_BYTES = 200
+
+
+def name_problem(name: str) -> str | None:
+    """Why a folder name cannot become a scene id (and a partition key, and output file names), or None."""
+    try:
+        encoded = name.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = os.fsencode(name)
+        return f"folder name {raw!r} is not valid UTF-8: refused"
+    if any(part in name for part in _KEY_BREAKERS) or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return f"folder name {name!r} holds '...' or control characters, which a partition key cannot: refused"
+    if len(encoded) > MAX_NAME_BYTES:
+        return f"folder name is {len(encoded)} bytes long, more than {MAX_NAME_BYTES} (output file names would not fit): refused"
+    return None
+
+
+def _printable(rel: str) -> str:
+    """A relative path safe to print (non-UTF-8 bytes shown escaped)."""
+    return rel.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@dataclass
+class _Listing:
+    root_real: str = ""  # the scans root, resolved; links leaving it are refused unless allowed
+    allow_outside: bool = False
+    problems: list[str] = field(default_factory=list)  # one line per folder entry that was skipped
+
+    def skip(self, rel: str, problem: str) -> None:
+        self.problems.append(f"{_printable(rel)}: {problem}")
+
+
+def _local_subfolders(path: str, rel: str, listing: _Listing) -> list[str]:
+    """Subfolders of a local folder worth walking; every entry that is a folder but refused is said why."""
+    from pipeline.scene.readers.file_checks import link_problem
+
+    names = []
+    with os.scandir(path) as entries:
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            where = f"{rel}/{e.name}" if rel else e.name
+            try:
+                is_link, is_dir = e.is_symlink(), e.is_dir()
+            except OSError as exc:
+                why = "symbolic link loop" if exc.errno == errno.ELOOP else f"cannot be followed ({exc.strerror})"
+                listing.skip(where, f"{why}: skipped")
+                continue
+            if is_link:
+                problem, _ = link_problem(e.path, listing.root_real, listing.allow_outside)
+                if problem and (is_dir or "dangling" in problem or "loop" in problem):
+                    listing.skip(where, problem)
+                    continue
+            if not is_dir:
+                continue
+            problem = name_problem(e.name)
+            if problem:
+                listing.skip(where, problem)
+                continue
+            names.append(e.name)
+    return names
+
+
+def _subfolder_names(folder: UPath, rel: str = "", listing: _Listing | None = None) -> list[str]:
     """Names of the visible subfolders, sorted; one fresh listing (no fsspec listings cache)."""
     try:
         if is_local(folder):
-            with os.scandir(folder.path) as entries:
-                names = [e.name for e in entries if e.is_dir()]
+            names = _local_subfolders(folder.path, rel, listing if listing is not None else _Listing(allow_outside=True))
         else:
             base = folder.path.rstrip("/")
             names = [
@@ -117,6 +183,10 @@ def _subfolder_names(folder: UPath) -> list[str]:
                 if info.get("type") == "directory" and info["name"].rstrip("/") != base
             ]
     except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:  # unreadable folder (permissions, a loop): said, not fatal
+        if listing is not None:
+            listing.skip(rel or ".", f"cannot be listed ({exc.strerror or type(exc).__name__}): skipped")
         return []
     return sorted(n for n in names if not n.startswith("."))
 
@@ -168,6 +238,7 @@ _END = object()
 class _Walk:
     found: dict[str, str]  # key -> folder path relative to the root ("" when the root is the scan)
     complete: bool  # False when the deadline stopped detection of some unknown folders
+    problems: list[str] = field(default_factory=list)  # folders under the root not taken, one line each
 
 
 def _walk(
@@ -176,21 +247,30 @@ def _walk(
     workers: int,
     deadline: float = math.inf,
     clock: Callable[[], float] = time.monotonic,
+    allow_outside: bool = False,
 ) -> _Walk:
-    """Scan folders under ``base``; folders in ``known`` (relative path -> key) are taken without re-detection."""
+    """Scan folders under ``base``; folders in ``known`` (relative path -> key) are taken without re-detection.
+
+    Every folder not taken says why in ``problems``: a refused name or link, a folder no reader knows
+    (say, a scan whose mesh is missing), a scan found twice, a folder deeper than ``MAX_DEPTH``.
+    """
     if "" in known:
         return _Walk({known[""]: ""}, True) if base.is_dir() else _Walk({}, True)
     if not known and base.is_dir():
         dataset = _detect_fresh(base)
         if dataset:
             return _Walk({f"{dataset}/{base.name}": ""}, True)
+    listing = _Listing(os.path.realpath(base.path) if is_local(base) else "", allow_outside)
     # Folders holding known scans are dataset folders: walk into them without asking the readers.
     groups = {rel.rsplit("/", 1)[0] for rel in known if "/" in rel}
     candidates: list[tuple[tuple[str, ...], str, str]] = []  # (path parts, key, rel)
     complete = True
     level = [""]
+    undetected: list[str] = []
     for depth in range(1, MAX_DEPTH + 1):
-        children = [f"{rel}/{name}" if rel else name for rel in level for name in _subfolder_names(_join(base, rel))]
+        children = [
+            f"{rel}/{name}" if rel else name for rel in level for name in _subfolder_names(_join(base, rel), rel, listing)
+        ]
         unknown = [rel for rel in children if rel not in known and rel not in groups]
         detected = _bounded_map(lambda rel: _detect_fresh(_join(base, rel)), unknown, workers, deadline, clock)
         datasets = dict(zip(unknown, detected))
@@ -206,25 +286,61 @@ def _walk(
                     candidates.append((tuple(rel.split("/")), f"{datasets[rel]}/{rel.rsplit('/', 1)[-1]}", rel))
                 else:
                     level.append(rel)
+                    undetected.append(rel)
     # Depth-first sorted order decides a duplicated key, so the choice is stable.
     found: dict[str, str] = {}
     for _, key, rel in sorted(candidates):
+        if key in found:
+            listing.skip(rel, f"{key} was already found at {_printable(found[key])}: this copy is skipped")
+            continue
         found.setdefault(key, rel)
-    return _Walk(found, complete)
+    # The top-most folder with no scan at or below it is reported once (not each of its subfolders); a folder
+    # holding scans or refused entries is a dataset or download folder and those are reported instead.
+    taken = [rel for _, _, rel in candidates]
+    deeper = [rel for rel in undetected if rel.count("/") + 1 == MAX_DEPTH and _subfolder_names(_join(base, rel))]
+    reported: list[str] = []
+    noted = list(listing.problems)
+    for rel in sorted(undetected, key=lambda r: (r.count("/"), r)):
+        if any(rel.startswith(r + "/") for r in reported) or any(t.startswith(rel + "/") for t in taken):
+            continue
+        if any(p.startswith(_printable(rel) + "/") for p in noted):
+            continue
+        reported.append(rel)
+        why = "no reader recognises this folder or a folder in it (a ScanNet scan needs <scene>_vh_clean_2.ply)"
+        if any(d == rel or d.startswith(rel + "/") for d in deeper):
+            why += f"; scans are looked for at most {MAX_DEPTH} folders below the root"
+        listing.skip(rel, f"{why}: skipped")
+    return _Walk(found, complete, sorted(listing.problems))
 
 
 def _join(base: UPath, rel: str) -> UPath:
     return base.joinpath(*rel.split("/")) if rel else base
 
 
-def discover_scans(root: str, storage_options: dict[str, Any] | None = None) -> list[tuple[str, str]]:
-    """``(key, uri)`` of every scan folder under ``root``, sorted by key; empty when the root is absent.
+@dataclass
+class Discovery:
+    scans: list[tuple[str, str]]  # (key, uri), sorted by key
+    skipped: list[str]  # one line per folder under the root that was not taken, and why
 
-    A root that is itself a scan folder yields just that scan.
+
+def discover(
+    root: str, storage_options: dict[str, Any] | None = None, *, allow_links_outside_root: bool = False
+) -> Discovery:
+    """Every scan folder under ``root`` and every folder skipped, with the reason; empty when the root is absent.
+
+    A root that is itself a scan folder yields just that scan. Folders linked from outside the root
+    are refused unless ``allow_links_outside_root``.
     """
     base = upath(root, storage_options)
-    walk = _walk(base, {}, 1 if is_local(base) else REMOTE_WORKERS)
-    return sorted((key, str(_join(base, rel))) for key, rel in walk.found.items())
+    walk = _walk(base, {}, 1 if is_local(base) else REMOTE_WORKERS, allow_outside=allow_links_outside_root)
+    return Discovery(sorted((key, str(_join(base, rel))) for key, rel in walk.found.items()), walk.problems)
+
+
+def discover_scans(
+    root: str, storage_options: dict[str, Any] | None = None, *, allow_links_outside_root: bool = False
+) -> list[tuple[str, str]]:
+    """``(key, uri)`` of every scan folder under ``root``, sorted by key (``discover`` without the skipped list)."""
+    return discover(root, storage_options, allow_links_outside_root=allow_links_outside_root).scans
 
 
 def within_root(root: str, uri: str, storage_options: dict[str, Any] | None = None) -> bool:
@@ -406,6 +522,7 @@ class TickResult:
     discovery_complete: bool  # False when the deadline left some new folders undetected until the next tick
     state: DiscoveryState
     errors: list[str] = field(default_factory=list)  # scans whose folder could not be listed this tick
+    skipped: list[str] = field(default_factory=list)  # folders under the root not taken, and why
 
     @property
     def ticks_per_pass(self) -> int:
@@ -421,6 +538,8 @@ class TickResult:
             )
         if self.errors:
             text += f"; {len(self.errors)} could not be listed: " + "; ".join(self.errors[:3])
+        if self.skipped:
+            text += f"; {len(self.skipped)} folders skipped: " + "; ".join(self.skipped[:3])
         return text
 
 
@@ -493,4 +612,5 @@ def discovery_tick(
         discovery_complete=walk.complete,
         state=DiscoveryState(scans, next_key),
         errors=sorted(errors),
+        skipped=walk.problems,
     )

@@ -22,6 +22,9 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.scene.readers import multiscan, rscan, scannet
 from pipeline.scene.readers import arkitscenes, scannetpp
+from pipeline.scene.readers.file_checks import check_scan_folder
+from pipeline.scene.readers.layouts import scans_root_folders
+from pipeline.frames.frame_checks import check_frames, frame_file_namer
 from pipeline.scene.parsed import ParsedScan
 from pipeline.storage import is_local, upath
 
@@ -128,6 +131,15 @@ def _copy_to_local(remote, config: Config) -> tuple[Path, Config]:
     return local, config
 
 
+def _scans_root_of(folder: Path, config: Config) -> str:
+    """The configured scans root when the scan is below it, else the scan's own download top (parent or above)."""
+    from pipeline.scene.discovery import within_root
+
+    if within_root(config.scans_root, str(folder)):
+        return config.scans_root
+    return str(scans_root_folders(folder)[-1])
+
+
 def read_scan(path_or_uri, config: Config) -> ParsedScan:
     """Parse one scene folder (local path or ``s3://`` URI) into the SPEC §1 world frame."""
     folder = upath(path_or_uri, config.storage_options)
@@ -138,14 +150,16 @@ def read_scan(path_or_uri, config: Config) -> ParsedScan:
     if found is None:
         problem = "no reader recognises this folder (e.g. no <scene>_vh_clean_2.ply)"
         raise ScanError(f"?/{folder.name}", source_uri, problem)
-    reader, _ = found
+    reader, dataset = found
     if is_local(folder):
         local, tmp = Path(folder.path), None
+        check_scan_folder(local, f"{dataset}/{folder.name}", _scans_root_of(local, config), config.allow_links_outside_root)
     else:
         local, config = _copy_to_local(folder, config)
         tmp = local.parent
     try:
         parsed, files = reader.read(local, config, source_uri=source_uri)
+        check_frames(parsed, frame_file_namer(reader.name, local))
         parsed.checksum = checksum(files, local)
     except BaseException:
         if tmp is not None:

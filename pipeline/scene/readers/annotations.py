@@ -271,6 +271,8 @@ def read_annotations(path: str | Path) -> list[AnnotatedScene]:
         raise
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ScanError(path.stem, str(path), f"not readable JSON: {exc}".splitlines()[0]) from None
+    except RecursionError:
+        raise ScanError(path.stem, str(path), "not readable JSON: nested too deeply") from None
     if isinstance(data, dict) and "objects" in data:
         return [_revsi_scene(data, path)]
     if isinstance(data, dict) and data and all(isinstance(v, dict) and "object_bbox" in v for v in data.values()):

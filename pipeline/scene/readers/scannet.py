@@ -21,6 +21,7 @@ import numpy as np
 from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
+from pipeline.frames.frame_checks import rigid_problem
 from pipeline.geometry.rooms import derive_rooms
 from pipeline.scene.readers.labels import LABEL_MAP_FILENAMES, LabelMap, LabelMapError, parse_label_map
 from pipeline.scene.readers.layouts import scans_root_folders
@@ -47,6 +48,8 @@ def _load_json(path: Path, key: str):
         return json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ScanError(key, path.name, f"unreadable JSON ({type(exc).__name__}: {exc})".splitlines()[0]) from None
+    except RecursionError:
+        raise ScanError(key, path.name, "unreadable JSON (nested too deeply)") from None
 
 
 def read_metadata(path: Path, key: str) -> dict[str, str]:
@@ -62,7 +65,10 @@ def read_metadata(path: Path, key: str) -> dict[str, str]:
         name, sep, value = line.partition("=")
         if not sep:
             raise ScanError(key, path.name, f"line {number} is not 'key = value'")
-        meta[name.strip()] = value.strip()
+        name, value = name.strip(), value.strip()
+        if name == "axisAlignment" and name in meta and meta[name] != value:  # which one puts the room square?
+            raise ScanError(key, path.name, f"line {number} gives {name} a second, different value")
+        meta[name] = value
     return meta
 
 
@@ -76,6 +82,9 @@ def axis_alignment(meta: dict[str, str], key: str, filename: str) -> np.ndarray 
         raise ScanError(key, filename, "axisAlignment is not 16 numbers") from None
     if values.size != 16 or not np.all(np.isfinite(values)):
         raise ScanError(key, filename, f"axisAlignment has {values.size} values, expected 16 finite numbers")
+    problem = rigid_problem(values.reshape(4, 4))
+    if problem:  # singular, scaled or projective: boxes would collapse or stretch, so the scan is refused
+        raise ScanError(key, filename, f"axisAlignment is not a rigid transform: {problem}")
     return values.reshape(4, 4)
 
 
@@ -160,18 +169,40 @@ def read_seg_groups(path: Path, key: str, scene_id: str) -> tuple[list[dict], li
     named = str(agg.get("sceneId", "")).removeprefix("scannet.")
     if named and named != scene_id:
         warnings.append(f"{path.name} names scene {named!r}, read as {scene_id!r}")
+    if ".." in named or "/" in named:
+        warnings.append(f"{path.name}: sceneId {named!r} looks like a path; ignored, the folder name is the scene id")
+    kept = []
     for n, group in enumerate(groups):
         if not isinstance(group, dict) or not isinstance(group.get("segments"), list) or "label" not in group:
             raise ScanError(key, path.name, f"segGroup {n} lacks segments or label")
-    return groups, warnings
+        label = group["label"]
+        if not isinstance(label, str) or not label.strip():
+            warnings.append(f"{path.name}: segGroup {n} has label {label!r} (not a non-empty string): skipped")
+            continue
+        kept.append(group if "objectId" in group or "id" in group else {**group, "id": n})
+    return kept, warnings
+
+
+MAX_ID = 2**63 - 1
+
+
+def integer_ids(values, key: str, file: str, what: str) -> np.ndarray:
+    """A JSON list of non-negative integer ids as int64; strings, floats, booleans, negatives and overflow refused."""
+    if not isinstance(values, list):
+        raise ScanError(key, file, f"{what} is {type(values).__name__}, expected a list of integers")
+    for n, v in enumerate(values):
+        if type(v) is not int or not 0 <= v <= MAX_ID:
+            kind = type(v).__name__ if type(v) is not int else ("negative" if v < 0 else "larger than 2^63-1")
+            raise ScanError(key, file, f"{what}[{n}] is {v!r}"[:160] + f" ({kind}); expected a non-negative integer")
+    return np.asarray(values, dtype=np.int64)
 
 
 def _object_ids(groups: list[dict], key: str, filename: str) -> tuple[list[int], list[str]]:
     """ScanNet's ``objectId`` per segGroup (ScanRefer and ReVSI use it), renumbered only if ids repeat."""
-    try:
-        ids = [int(g.get("objectId", g.get("id", n))) for n, g in enumerate(groups)]
-    except (TypeError, ValueError):
-        raise ScanError(key, filename, "a segGroup has a non-integer objectId") from None
+    ids = [g.get("objectId", g.get("id", n)) for n, g in enumerate(groups)]
+    for n, i in enumerate(ids):
+        if type(i) is not int or not 0 <= i <= MAX_ID:
+            raise ScanError(key, filename, f"segGroup {n} has objectId {i!r}, expected a non-negative integer"[:200])
     if len(set(ids)) == len(ids):
         return ids, []
     return list(range(len(groups))), [f"{filename}: duplicate objectIds; objects numbered by segGroup position"]
@@ -193,10 +224,7 @@ def group_vertices(
     overlap = 0
     members = []
     for position, group in enumerate(groups):
-        try:
-            segs = np.unique(np.asarray(group["segments"], dtype=np.int64))
-        except (TypeError, ValueError):
-            raise ScanError(key, agg_name, f"segGroup {position} has non-integer segments") from None
+        segs = np.unique(integer_ids(group["segments"], key, agg_name, f"segGroup {position} segments"))
         slot = np.searchsorted(segment_ids, segs)
         known = (slot < len(segment_ids)) & (segment_ids[np.minimum(slot, len(segment_ids) - 1)] == segs)
         if not np.all(known):
@@ -253,10 +281,9 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
     groups, agg_warnings = read_seg_groups(agg_path, key, scene_id)
     warnings += agg_warnings
     segs = _load_json(segs_path, key)
-    try:
-        seg_indices = np.asarray(segs["segIndices"], dtype=np.int64)
-    except (KeyError, TypeError, ValueError):
-        raise ScanError(key, segs_path.name, "no integer segIndices list") from None
+    if not isinstance(segs, dict) or "segIndices" not in segs:
+        raise ScanError(key, segs_path.name, "no segIndices list")
+    seg_indices = integer_ids(segs["segIndices"], key, segs_path.name, "segIndices")
     members, vertex_group, overlap = group_vertices(seg_indices, groups, key, agg_path.name)
 
     mesh_path = folder / f"{scene_id}{MESH_SUFFIX}"
@@ -270,7 +297,7 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
         raise ScanError(key, segs_path.name, f"{seg_indices.size} segIndices for {len(vertices)} mesh vertices")
 
     if overlap:
-        warnings.append(f"{overlap} vertices belong to more than one segGroup; the later group keeps them")
+        warnings.append(f"{agg_path.name}: {overlap} vertices belong to more than one segGroup; the later group keeps them")
     object_ids, id_warnings = _object_ids(groups, key, agg_path.name)
     warnings += id_warnings
     id_of_position = np.asarray(object_ids + [-1], dtype=np.int64)  # index -1 maps "no group" to -1
@@ -279,7 +306,7 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
     objects: list[SceneObject] = []
     unmapped: dict[str, int] = {}
     for object_id, group, idx in zip(object_ids, groups, members):
-        raw = str(group["label"])
+        raw = group["label"]  # a non-empty string (read_seg_groups skips the others)
         info = label_map.lookup(raw)
         if info is None:
             unmapped[raw] = unmapped.get(raw, 0) + 1

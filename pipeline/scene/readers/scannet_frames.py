@@ -23,6 +23,7 @@ import numpy as np
 from pipeline.errors import ScanError
 from pipeline.formats.sens import SensFormatError, SensReader
 from pipeline.frames.budgets import scale_intrinsics
+from pipeline.frames.frame_checks import MAX_IMAGE_PIXELS, image_problem
 from pipeline.scene.parsed import Frame, ImageLoader, dropped_pose_warnings
 from pipeline.frames.video import resized
 
@@ -39,13 +40,29 @@ class FrameSource:
 
 
 def _read_matrix(path: Path, key: str, shape: tuple[int, int]) -> np.ndarray:
+    name = f"{path.parent.name}/{path.name}"  # relative to the scan folder: pose/1.txt, intrinsic/...
     try:
         values = np.array(path.read_text().split(), dtype=float)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise ScanError(key, path.name, f"unreadable matrix ({type(exc).__name__})") from None
+        raise ScanError(key, name, f"unreadable matrix ({type(exc).__name__})") from None
     if values.size != shape[0] * shape[1]:
-        raise ScanError(key, path.name, f"expected {shape[0] * shape[1]} numbers, found {values.size}")
+        raise ScanError(key, name, f"expected {shape[0] * shape[1]} numbers, found {values.size}")
     return values.reshape(shape)
+
+
+def _drop_corrupt_images(frames: list[Frame], color_files: dict[int, Path]) -> list[str]:
+    """Drop (as an invalid pose does) every frame whose colour file is corrupt; one warning naming the first."""
+    bad = []
+    for frame in frames:
+        problem = image_problem(color_files[frame.frame_index])
+        if problem:
+            bad.append((frame.frame_index, problem))
+            frame.pose = np.full((4, 4), np.nan)
+    if not bad:
+        return []
+    index, problem = bad[0]
+    return [f"{len(bad)} of {len(frames)} colour images are unusable and their frames are dropped "
+            f"(first: color/{index}.jpg: {problem})"]
 
 
 def _make_frames(
@@ -93,14 +110,18 @@ def read_stream_frames(
     if not intrinsic_file.exists():
         raise ScanError(key, "intrinsic/intrinsic_color.txt", "missing colour intrinsics for the stream layout")
     k_color = _read_matrix(intrinsic_file, key, (4, 4))[:3, :3]
-    if color_size is None and indices:
-        first = cv2.imread(str(color_files[indices[0]]), cv2.IMREAD_COLOR)
+    usable = [i for i in indices if image_problem(color_files[i]) is None]
+    if color_size is None and usable:
+        first = cv2.imread(str(color_files[usable[0]]), cv2.IMREAD_COLOR)
         if first is None:
-            raise ScanError(key, f"color/{indices[0]}.jpg", "colour image does not decode")
+            raise ScanError(key, f"color/{usable[0]}.jpg", "colour image does not decode")
         color_size = (first.shape[1], first.shape[0])
     poses = [_read_matrix(pose_files[i], key, (4, 4)) for i in indices]
     timestamps = [i / fps for i in indices]
     frames = _make_frames(indices, poses, timestamps, k_color, color_size or out_size, out_size, alignment)
+    nan_poses = [f.frame_index for f in frames if not f.valid]
+    warnings = [w + f" (first: pose/{nan_poses[0]}.txt)" for w in dropped_pose_warnings(frames)]
+    warnings += _drop_corrupt_images(frames, color_files)
 
     def load_image(frame_index: int) -> np.ndarray:
         path = color_files.get(int(frame_index))
@@ -110,7 +131,7 @@ def read_stream_frames(
         return resized(image, out_size)
 
     files = [intrinsic_file] + [pose_files[i] for i in indices] + [color_files[i] for i in indices]
-    return FrameSource(frames, load_image, fps, files, dropped_pose_warnings(frames))
+    return FrameSource(frames, load_image, fps, files, warnings)
 
 
 def read_sens_frames(
@@ -134,6 +155,9 @@ def read_sens_frames(
     else:
         timestamps = [i / fps for i in indices]
     color_size = (reader.color_width, reader.color_height)
+    if not (0 < color_size[0] * color_size[1] <= MAX_IMAGE_PIXELS):
+        raise ScanError(key, path.name, f"header claims {color_size[0]}x{color_size[1]} colour pixels "
+                        f"(limit {MAX_IMAGE_PIXELS})")
     poses = [reader.pose(i) for i in indices]
     frames = _make_frames(
         indices, poses, timestamps, reader.intrinsic_color[:3, :3], color_size, out_size, alignment

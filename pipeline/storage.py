@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import os
+import posixpath
 import uuid
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -188,3 +189,17 @@ def local_file_getter(root: UPath, cache_dir: os.PathLike) -> Callable[[str], Pa
         return fetched[relative]
 
     return get
+
+
+def within_root(root: str, uri: str, storage_options: dict[str, Any] | None = None) -> bool:
+    """Whether ``uri`` is the scans root or a folder below it (by path components, after normalising ``..``).
+
+    A location handed to a step (a run tag, a recorded source) is only trusted inside the configured
+    root, so a stale or mistyped tag cannot make a partition read some other folder.
+    """
+    base, folder = upath(root, storage_options), upath(uri, storage_options)
+    if is_local(base) != is_local(folder) or (not is_local(base) and base.protocol != folder.protocol):
+        return False
+    top = posixpath.normpath(base.path.rstrip("/") or "/")
+    path = posixpath.normpath(folder.path.rstrip("/") or "/")
+    return path == top or path.startswith(top.rstrip("/") + "/")

@@ -70,7 +70,6 @@ import hashlib
 import json
 import math
 import os
-import posixpath
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -81,7 +80,7 @@ from typing import Any, TypeVar
 from upath import UPath
 
 from pipeline.errors import ScanError
-from pipeline.storage import is_local, upath
+from pipeline.storage import is_local, upath, within_root  # noqa: F401  (within_root: callers import it from here too)
 
 # How deep below the root scan folders may sit: root/<scan> or root/<group>/<scan>.
 MAX_DEPTH = 2
@@ -341,20 +340,6 @@ def discover_scans(
 ) -> list[tuple[str, str]]:
     """``(key, uri)`` of every scan folder under ``root``, sorted by key (``discover`` without the skipped list)."""
     return discover(root, storage_options, allow_links_outside_root=allow_links_outside_root).scans
-
-
-def within_root(root: str, uri: str, storage_options: dict[str, Any] | None = None) -> bool:
-    """Whether ``uri`` is the scans root or a folder below it (by path components, after normalising ``..``).
-
-    A location handed to a step (a run tag, a recorded source) is only trusted inside the configured
-    root, so a stale or mistyped tag cannot make a partition read some other folder.
-    """
-    base, folder = upath(root, storage_options), upath(uri, storage_options)
-    if is_local(base) != is_local(folder) or (not is_local(base) and base.protocol != folder.protocol):
-        return False
-    top = posixpath.normpath(base.path.rstrip("/") or "/")
-    path = posixpath.normpath(folder.path.rstrip("/") or "/")
-    return path == top or path.startswith(top.rstrip("/") + "/")
 
 
 def scan_candidates(root: str, key: str, storage_options: dict[str, Any] | None = None) -> list[UPath]:

@@ -26,7 +26,7 @@ from pipeline.scene.readers.file_checks import check_scan_folder
 from pipeline.scene.readers.layouts import scans_root_folders
 from pipeline.frames.frame_checks import check_frames, frame_file_namer
 from pipeline.scene.parsed import ParsedScan
-from pipeline.storage import is_local, upath
+from pipeline.storage import is_local, upath, within_root
 
 
 @dataclass(frozen=True)
@@ -133,8 +133,6 @@ def _copy_to_local(remote, config: Config) -> tuple[Path, Config]:
 
 def _scans_root_of(folder: Path, config: Config) -> str:
     """The configured scans root when the scan is below it, else the scan's own download top (parent or above)."""
-    from pipeline.scene.discovery import within_root
-
     if within_root(config.scans_root, str(folder)):
         return config.scans_root
     return str(scans_root_folders(folder)[-1])

@@ -48,13 +48,17 @@ def test_fixture_metadata_sky_directions(fixtures_dir):
 
 
 def test_rotated_camera_matches_rotated_pixels():
-    """A world point projects to the pixel the image rotation moves its original pixel to."""
+    """A world point projects to the pixel the image rotation moves its original pixel to.
+
+    Pixel centres are at integer coordinates, so turning 90° clockwise sends pixel (u, v) to (h - 1 - v, u),
+    exactly where ``cv2.rotate`` puts it.
+    """
     k = np.array([[500.0, 0.0, 310.0], [0.0, 480.0, 250.0], [0.0, 0.0, 1.0]])
     pose = np.eye(4)
     pose[:3, 3] = [0.3, -0.2, 1.0]
     point = np.array([0.7, 0.4, 3.5])
     u, v, w, h = *(k @ (point - pose[:3, 3]))[:2] / (point - pose[:3, 3])[2], 640, 480
-    moved = {0: (u, v), 90: (h - v, u), 180: (w - u, h - v), 270: (v, w - u)}
+    moved = {0: (u, v), 90: (h - 1 - v, u), 180: (w - 1 - u, h - 1 - v), 270: (v, w - 1 - u)}
     for degrees, expected in moved.items():
         p, kk, ww, hh = rotated_camera(pose, k, w, h, degrees)
         local = p[:3, :3].T @ (point - p[:3, 3])

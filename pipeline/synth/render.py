@@ -61,9 +61,8 @@ class FrameRenderer:
         self.tri_colors = mesh.colors[mesh.triangles].astype(np.float32).mean(axis=1)
         self.tri_object = mesh.triangle_object_ids
         self.camera = CameraRays(scene.intrinsics, scene.width, scene.height)
-        K = scene.intrinsics
-        us, vs = np.meshgrid(np.arange(scene.width) + 0.5, np.arange(scene.height) + 0.5)
-        length = np.sqrt(((us - K[0, 2]) / K[0, 0]) ** 2 + ((vs - K[1, 2]) / K[1, 1]) ** 2 + 1.0)
+        x, y = np.meshgrid(self.camera.x.astype(np.float64), self.camera.y.astype(np.float64))
+        length = np.sqrt(x**2 + y**2 + 1.0)
         self.inv_ray_length = (1.0 / length).ravel().astype(np.float32)  # rays have unit camera z, not unit length
 
     def render_pose(self, pose: np.ndarray) -> RenderedFrame:

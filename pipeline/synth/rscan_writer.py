@@ -7,8 +7,9 @@ unannotated surface, so object ``k`` is stored as ``k + 1``), boxes in
 ``mesh.refined.v2.obj``, and the sequence with images stored rotated by 90°
 (the synthetic upright image turned counter-clockwise, as a sensor held
 sideways records it). Each pose and the intrinsics in ``_info.txt`` describe
-the stored (rotated) image: camera axes x' = y, y' = -x, and
-``fx' = fy, fy' = fx, cx' = cy, cy' = W - cx``. Poses are written with full
+the stored (rotated) image (``pipeline.geometry.turned_camera``, pixel centres
+at integer coordinates): camera axes x' = y, y' = -x, and
+``fx' = fy, fy' = fx, cx' = cy, cy' = W - 1 - cx``. Poses are written with full
 float precision, so a reader recovers them exactly. 3RScan has no timestamps;
 every frame is written and the reader plays them at 4 fps, so the all-frame
 sequence holds the same frames as the 10 fps synthetic stream.
@@ -28,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.geometry.obb import normalized_axes_of
+from pipeline.geometry.turned_camera import turned_intrinsics
 from pipeline.synth.label_map import nyu40_ids, write_label_map
 from pipeline.formats.ply import write_ply
 from pipeline.synth.render import JPEG_QUALITY, FrameRenderer
@@ -43,12 +45,12 @@ def rscan_scan_id(scene: SynthScene) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"scan2qa-synthetic/{scene.scene_id}"))
 
 
-def stored_intrinsics(k: np.ndarray, width: int) -> np.ndarray:
-    """Pinhole matrix of the image turned 90° counter-clockwise (continuous pixel coordinates)."""
-    out = np.eye(3)
-    out[0, 0], out[1, 1] = k[1, 1], k[0, 0]
-    out[0, 2], out[1, 2] = k[1, 2], width - k[0, 2]
-    return out
+STORED_TURN_CW = 270  # the stored image is the upright one turned 90° counter-clockwise
+
+
+def stored_intrinsics(k: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Pinhole matrix of the image turned 90° counter-clockwise (pixel centres at integer coordinates)."""
+    return turned_intrinsics(k, width, height, STORED_TURN_CW)[0]
 
 
 def _full(values) -> str:
@@ -136,7 +138,7 @@ def write_3rscan(scene: SynthScene, out_dir, scan_id: str | None = None, progres
     segs = {"sceneId": scan_id, "segIndices": [int(s) for s in scene.segments]}
     (folder / "mesh.refined.0.010000.segs.v2.json").write_text(json.dumps(segs) + "\n")
     n = len(scene.poses)
-    k_stored = stored_intrinsics(scene.intrinsics, scene.width)
+    k_stored = stored_intrinsics(scene.intrinsics, scene.width, scene.height)
     (seq / "_info.txt").write_text(_info_txt(k_stored, scene.height, scene.width, n))
     renderer = FrameRenderer(scene)
     for i in range(n):

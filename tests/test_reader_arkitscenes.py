@@ -22,7 +22,7 @@ from pipeline.scene.readers.arkitscenes import (
     mesh_name,
     read_sky_directions,
 )
-from pipeline.synth.arkitscenes_writer import write_arkitscenes
+from pipeline.synth.arkitscenes_writer import arkitscenes_video_id, write_arkitscenes
 from pipeline.synth.boxes import Box, mesh_box
 from pipeline.synth.render import FrameRenderer
 from pipeline.frames.video import rotate_image, scan_video_size
@@ -73,7 +73,7 @@ def test_rotated_camera_matches_rotated_pixels():
 def test_detected_as_arkitscenes_with_sky_rotation(written):
     parsed = written["parsed"]
     assert detect_dataset(str(written["folder"])) == "arkitscenes"
-    assert parsed.key == f"arkitscenes/{written['scene'].scene_id}"
+    assert parsed.key == f"arkitscenes/{arkitscenes_video_id(written['scene'])}" == "arkitscenes/90000000"
     assert parsed.image_rotation == SKY_ROTATION[SKY] == 90
     assert (parsed.frames[0].width, parsed.frames[0].height) == (480, 640)  # stored portrait
     assert scan_video_size(written["tables"]["frames"], FramesConfig(), parsed.image_rotation) == (640, 480)

@@ -95,11 +95,11 @@ def held_frames(scene_fps: float, video_fps: float, camera: str) -> int:
     return int(round(hold))
 
 
-def write_held_video(scene, path, video_fps: float, hold: int, progress=None) -> None:
-    """Render each frame once and write it ``hold`` times into an mp4 at ``video_fps``."""
+def write_held_video(scene, path, video_fps: float, hold: int, progress=None, renderer: FrameRenderer | None = None) -> None:
+    """Render each frame once and write it ``hold`` times into a video at ``video_fps`` (mp4v; container by suffix)."""
     from pipeline.frames.video import VideoWriter
 
-    renderer = FrameRenderer(scene)
+    renderer = renderer or FrameRenderer(scene)
     writer = VideoWriter(path, video_fps, (scene.width, scene.height))
     try:
         n = len(scene.poses)

@@ -84,6 +84,7 @@ def write_ply(
     alpha: bool = True,
     coordinate_type: str = "float",
     index_type: str = "int",
+    normals: np.ndarray | None = None,
 ) -> None:
     """Write binary little-endian PLY: xyz, uchar rgb(a), extra vertex properties, uchar-count triangles, face properties.
 
@@ -91,7 +92,8 @@ def write_ply(
     ARKitScenes meshes have neither (``alpha=False, comment=None``). Extra
     properties are written in the order given, with their arrays' own types
     (``uint16`` -> ``ushort``, ``uint8`` -> ``uchar``...), so a writer states a
-    dataset's header exactly: MultiScan stores ``double`` xyz and normals,
+    dataset's header exactly: MultiScan stores ``double`` xyz and ``nx ny nz``
+    normals (``normals``, written right after xyz in the coordinates' type),
     3RScan ``list uchar uint`` faces (``coordinate_type``, ``index_type``).
     Each element is written as one numpy buffer: going through plyfile face by
     face takes seconds for a synthetic scene's ~0.7M triangles.
@@ -102,6 +104,8 @@ def write_ply(
         raise ValueError(f"index_type must be one of {sorted(_INDEX_DTYPES)}, got {index_type!r}")
     xyz = _COORDINATE_DTYPES[coordinate_type]
     vfields = [("x", xyz), ("y", xyz), ("z", xyz)]
+    if normals is not None:
+        vfields += [("nx", xyz), ("ny", xyz), ("nz", xyz)]
     if colors is not None:
         vfields += [("red", "u1"), ("green", "u1"), ("blue", "u1")] + ([("alpha", "u1")] if alpha else [])
     vextra = {k: np.asarray(v) for k, v in (vertex_properties or {}).items()}
@@ -109,6 +113,8 @@ def write_ply(
     vdata = np.empty(len(vertices), dtype=vfields)
     for i, axis in enumerate("xyz"):
         vdata[axis] = vertices[:, i]
+        if normals is not None:
+            vdata["n" + axis] = normals[:, i]
     if colors is not None:
         for i, channel in enumerate(("red", "green", "blue")):
             vdata[channel] = colors[:, i]

@@ -31,9 +31,11 @@ to ``<scene_id>.scan2qa_truth.json`` as for the ScanNet layout.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
+from pipeline.formats.matroska import make_deterministic
 from pipeline.formats.ply import write_ply
 from pipeline.geometry.obb import normalized_axes_of
 from pipeline.scene.readers.scannetpp import ANNOTATION_PATH, IPHONE_FPS, MESH_PATH, POSES_PATH, SEGMENTS_PATH
@@ -111,6 +113,8 @@ def write_scannetpp(scene: SynthScene, out_dir, progress=None) -> Path:
     (folder / POSES_PATH).write_text(json.dumps(_pose_entries(scene, repeats), indent=1) + "\n")
     renderer = FrameRenderer(scene)
     write_held_video(scene, folder / VIDEO_NAME, IPHONE_FPS, repeats, progress, renderer=renderer)
+    # FFmpeg's Matroska muxer draws random UIDs: fix them so the same seed gives the same bytes.
+    make_deterministic(folder / VIDEO_NAME, hashlib.md5(f"scan2qa-synthetic/{scene.seed}/{scene.scene_id}".encode()).digest())
     write_depth_bin(scene, folder / DEPTH_NAME, renderer, repeats)
     (folder / f"{scene.scene_id}{TRUTH_SUFFIX}").write_text(json.dumps(truth_dict(scene), indent=1) + "\n")
     return folder

@@ -27,7 +27,8 @@ def read_beside_scannet(root: Path, seed: int, frames: int, layout: str, write: 
         "config": config,
         "reference": reference,
         "parsed": parsed,
-        "truth": json.loads((folder / f"{scene.scene_id}{TRUTH_SUFFIX}").read_text()),
+        # The sidecar is named by the layout's own scan id (an ARKitScenes video id is a number).
+        "truth": json.loads(next(folder.glob(f"*{TRUTH_SUFFIX}")).read_text()),
         "reference_tables": scene_tables(reference, config),
         "tables": scene_tables(parsed, config),
     }

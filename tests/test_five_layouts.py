@@ -9,8 +9,8 @@ shifted world), and each reader undoes them. The synthetic scene is lossless
 in every layout (``pipeline.synth.lossless``), so after reading nothing may
 differ but what the datasets legitimately differ in:
 
-- object ids: 3RScan and MultiScan reserve 0 for unannotated surface, so
-  their ids are the generator's + 1 (shifted back before comparing);
+- object ids: ScanNet++, 3RScan and MultiScan reserve 0 for unannotated
+  surface, so their ids are the generator's + 1 (shifted back before comparing);
 - frame indices and timestamps: held video frames are indices 0, 6, 12, ...
   and 3RScan plays at 4 fps, so frames are compared by rank in the all-frame
   sequence;
@@ -62,7 +62,7 @@ WRITERS = {
     "3rscan": write_3rscan,
     "multiscan": write_multiscan,
 }
-ID_OFFSET = {"3rscan": 1, "multiscan": 1}  # formats whose object ids start at 1
+ID_OFFSET = {"scannetpp": 1, "3rscan": 1, "multiscan": 1}  # formats whose object ids start at 1
 BOX_MASK_COLUMNS = ("vertex_count", "triangle_count", "box_source")  # ARKitScenes: objects are boxes
 FRAME_COLUMNS = ("best_frame", "first_frame", "first_timestamp")  # compared as ranks
 

@@ -23,7 +23,7 @@ from pipeline.scene.readers.arkitscenes import (
     mesh_name,
     read_sky_directions,
 )
-from pipeline.synth.arkitscenes_writer import write_arkitscenes
+from pipeline.synth.arkitscenes_writer import arkitscenes_video_id, write_arkitscenes
 from pipeline.synth.boxes import Box, mesh_box
 from pipeline.synth.render import FrameRenderer
 from pipeline.frames.video import rotate_image, scan_video_size
@@ -49,13 +49,17 @@ def test_fixture_metadata_sky_directions(fixtures_dir):
 
 
 def test_rotated_camera_matches_rotated_pixels():
-    """A world point projects to the pixel the image rotation moves its original pixel to."""
+    """A world point projects to the pixel the image rotation moves its original pixel to.
+
+    Pixel centres are at integer coordinates, so turning 90° clockwise sends pixel (u, v) to (h - 1 - v, u),
+    exactly where ``cv2.rotate`` puts it.
+    """
     k = np.array([[500.0, 0.0, 310.0], [0.0, 480.0, 250.0], [0.0, 0.0, 1.0]])
     pose = np.eye(4)
     pose[:3, 3] = [0.3, -0.2, 1.0]
     point = np.array([0.7, 0.4, 3.5])
     u, v, w, h = *(k @ (point - pose[:3, 3]))[:2] / (point - pose[:3, 3])[2], 640, 480
-    moved = {0: (u, v), 90: (h - v, u), 180: (w - u, h - v), 270: (v, w - u)}
+    moved = {0: (u, v), 90: (h - 1 - v, u), 180: (w - 1 - u, h - 1 - v), 270: (v, w - 1 - u)}
     for degrees, expected in moved.items():
         p, kk, ww, hh = rotated_camera(pose, k, w, h, degrees)
         local = p[:3, :3].T @ (point - p[:3, 3])
@@ -70,7 +74,7 @@ def test_rotated_camera_matches_rotated_pixels():
 def test_detected_as_arkitscenes_with_sky_rotation(written):
     parsed = written["parsed"]
     assert detect_dataset(str(written["folder"])) == "arkitscenes"
-    assert parsed.key == f"arkitscenes/{written['scene'].scene_id}"
+    assert parsed.key == f"arkitscenes/{arkitscenes_video_id(written['scene'])}" == "arkitscenes/90000000"
     assert parsed.image_rotation == SKY_ROTATION[SKY] == 90
     assert (parsed.frames[0].width, parsed.frames[0].height) == (480, 640)  # stored portrait
     assert scan_video_size(written["tables"]["frames"], FramesConfig(), parsed.image_rotation) == (640, 480)

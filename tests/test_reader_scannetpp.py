@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.scene.readers import detect_dataset
 from pipeline.scene.readers.scannetpp import ANNOTATION_PATH, MESH_PATH, POSES_PATH, SEGMENTS_PATH
-from pipeline.synth.scannetpp_writer import VIDEO_NAME, write_scannetpp
+from pipeline.synth.scannetpp_writer import ID_OFFSET, VIDEO_NAME, write_scannetpp
 from tests.beside_scannet import read_beside_scannet
 from tests.box_checks import box_error, sorted_corners
 from tests.reader_errors import edit_json, scan_error
@@ -34,7 +34,8 @@ def test_detected_as_scannetpp(written):
 
 
 def test_objects_match_the_truth_within_1cm(written):
-    truth = {o["id"]: o for o in written["truth"]["objects"]}
+    # ScanNet++ object ids start at 1 (the toolkit keeps 0 for "no object"): generator id + 1.
+    truth = {o["id"] + ID_OFFSET: o for o in written["truth"]["objects"]}
     parsed = written["parsed"]
     assert [o.object_id for o in parsed.objects] == sorted(truth)
     for obj in parsed.objects:
@@ -48,7 +49,9 @@ def test_objects_match_the_truth_within_1cm(written):
 
 
 def test_triangle_owners_match_the_scannet_layout(written):
-    assert np.array_equal(written["parsed"].mesh.triangle_object_ids, written["reference"].mesh.triangle_object_ids)
+    reference = written["reference"].mesh.triangle_object_ids
+    expected = np.where(reference >= 0, reference + ID_OFFSET, -1)
+    assert np.array_equal(written["parsed"].mesh.triangle_object_ids, expected)
 
 
 def test_all_frame_sequence_is_the_synthetic_walk(written):
@@ -80,9 +83,10 @@ def test_scene_tables_equal_the_scannet_layout_except_ids(written):
     same_scan_columns = ["frame_count", "dropped_frames", "fps", "image_width", "image_height", "has_frames"]
     same_scan_columns += ["has_mesh", "vertex_count", "triangle_count"]
     assert ref["scans"].select(same_scan_columns).to_dicts() == got["scans"].select(same_scan_columns).to_dicts()
-    same_object_columns = ["object_id", "raw_label", "vertical_axis", "vertex_count", "triangle_count", "structural"]
+    same_object_columns = ["raw_label", "vertical_axis", "vertex_count", "triangle_count", "structural"]
     same_object_columns += ["small_object", "box_source"]
     assert ref["objects"].select(same_object_columns).rows() == got["objects"].select(same_object_columns).rows()
+    assert (got["objects"]["object_id"] - ID_OFFSET).to_list() == ref["objects"]["object_id"].to_list()
     for a, b in zip(ref["objects"].iter_rows(named=True), got["objects"].iter_rows(named=True)):
         corners_a = sorted_corners(a["center"], a["extent"], a["rotation"])
         corners_b = sorted_corners(b["center"], b["extent"], b["rotation"])

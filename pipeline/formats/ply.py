@@ -82,15 +82,30 @@ def write_ply(
     face_properties: dict[str, np.ndarray] | None = None,
     comment: str | None = "VCGLIB generated",
     alpha: bool = True,
+    coordinate_type: str = "float",
+    index_type: str = "int",
+    normals: np.ndarray | None = None,
 ) -> None:
-    """Write binary little-endian PLY: float xyz, uchar rgb(a), uchar-count int triangles, extra scalar properties.
+    """Write binary little-endian PLY: xyz, uchar rgb(a), extra vertex properties, uchar-count triangles, face properties.
 
     ScanNet's meshes carry an alpha channel and a VCGLIB comment; ScanNet++ and
-    ARKitScenes meshes have neither (``alpha=False, comment=None``). Each
-    element is written as one numpy buffer: going through plyfile face by face
-    takes seconds for a synthetic scene's ~0.7M triangles.
+    ARKitScenes meshes have neither (``alpha=False, comment=None``). Extra
+    properties are written in the order given, with their arrays' own types
+    (``uint16`` -> ``ushort``, ``uint8`` -> ``uchar``...), so a writer states a
+    dataset's header exactly: MultiScan stores ``double`` xyz and ``nx ny nz``
+    normals (``normals``, written right after xyz in the coordinates' type),
+    3RScan ``list uchar uint`` faces (``coordinate_type``, ``index_type``).
+    Each element is written as one numpy buffer: going through plyfile face by
+    face takes seconds for a synthetic scene's ~0.7M triangles.
     """
-    vfields = [("x", "<f4"), ("y", "<f4"), ("z", "<f4")]
+    if coordinate_type not in _COORDINATE_DTYPES:
+        raise ValueError(f"coordinate_type must be one of {sorted(_COORDINATE_DTYPES)}, got {coordinate_type!r}")
+    if index_type not in _INDEX_DTYPES:
+        raise ValueError(f"index_type must be one of {sorted(_INDEX_DTYPES)}, got {index_type!r}")
+    xyz = _COORDINATE_DTYPES[coordinate_type]
+    vfields = [("x", xyz), ("y", xyz), ("z", xyz)]
+    if normals is not None:
+        vfields += [("nx", xyz), ("ny", xyz), ("nz", xyz)]
     if colors is not None:
         vfields += [("red", "u1"), ("green", "u1"), ("blue", "u1")] + ([("alpha", "u1")] if alpha else [])
     vextra = {k: np.asarray(v) for k, v in (vertex_properties or {}).items()}
@@ -98,6 +113,8 @@ def write_ply(
     vdata = np.empty(len(vertices), dtype=vfields)
     for i, axis in enumerate("xyz"):
         vdata[axis] = vertices[:, i]
+        if normals is not None:
+            vdata["n" + axis] = normals[:, i]
     if colors is not None:
         for i, channel in enumerate(("red", "green", "blue")):
             vdata[channel] = colors[:, i]
@@ -108,7 +125,8 @@ def write_ply(
     fextra = {k: np.asarray(v) for k, v in (face_properties or {}).items()}
     fdata = np.empty(
         len(triangles),
-        dtype=[("n", "u1"), ("idx", "<i4", (3,))] + [(n, a.dtype.newbyteorder("<").str) for n, a in fextra.items()],
+        dtype=[("n", "u1"), ("idx", _INDEX_DTYPES[index_type], (3,))]
+        + [(n, a.dtype.newbyteorder("<").str) for n, a in fextra.items()],
     )
     fdata["n"] = 3
     fdata["idx"] = triangles
@@ -118,7 +136,7 @@ def write_ply(
     header.append(f"element vertex {len(vertices)}")
     header += [f"property {_PLY_TYPES[np.dtype(dt).str.lstrip('<|')]} {name}" for name, dt in vfields]
     header.append(f"element face {len(triangles)}")
-    header.append("property list uchar int vertex_indices")
+    header.append(f"property list uchar {index_type} vertex_indices")
     header += [f"property {_PLY_TYPES[a.dtype.str.lstrip('<>|=')]} {n}" for n, a in fextra.items()]
     header.append("end_header")
     with open(path, "wb") as fh:
@@ -127,4 +145,6 @@ def write_ply(
         fh.write(fdata.tobytes())
 
 
+_COORDINATE_DTYPES = {"float": "<f4", "double": "<f8"}
+_INDEX_DTYPES = {"int": "<i4", "uint": "<u4"}
 _PLY_TYPES = {"f4": "float", "f8": "double", "u1": "uchar", "i1": "char", "u2": "ushort", "i2": "short", "u4": "uint", "i4": "int"}

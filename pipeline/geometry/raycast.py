@@ -6,6 +6,14 @@ computation: each pixel's ray hits exactly one triangle (or nothing) and that
 triangle's object id is the pixel's object. Both build their rays with
 ``CameraRays`` (``pixel_rays`` is a thin wrapper), so the rays are bit-identical.
 
+Pixel centres are at integer coordinates: pixel (u, v) is the ray through image
+point (u, v), i.e. ``K^-1 [u, v, 1]``, the convention of OpenCV's pinhole model
+and of every dataset toolkit's back-projection (ARKitScenes
+``tenFpsDataLoader.generate_point``, ScanNet++ ``iphone/arkit_pcl.backproject``,
+3RScan ``Sequence::Backproject``). So a depth frame rendered here and
+back-projected by those toolkits lands on the mesh, and a real frame and its
+ray-cast mask line up pixel for pixel.
+
 Speed matters because visibility casts every frame of every scan: camera-space
 directions are computed once per intrinsics and only rotated per pose, into a
 reused buffer that Open3D reads without a copy.
@@ -29,19 +37,21 @@ def grid_size(width: int, height: int, scale: float = 1.0) -> tuple[int, int]:
 
 
 class CameraRays:
-    """Rays through the pixel centres of one camera model, for any pose.
+    """Rays through the pixel centres (integer pixel coordinates) of one camera model, for any pose.
 
     ``scale`` < 1 casts a reduced grid (each ray stands for about 1/scale²
     pixels), sampling the centres of the reduced cells in full-image
-    coordinates so that the same intrinsics apply.
+    coordinates so that the same intrinsics apply: cell ``j`` of width
+    ``s = width / w'`` covers pixels ``j s .. (j + 1) s - 1``, whose centre is
+    ``(j + 0.5) s - 0.5`` (pixel ``j`` itself when ``s = 1``).
     """
 
     def __init__(self, intrinsics: np.ndarray, width: int, height: int, scale: float = 1.0):
         self.width, self.height = int(width), int(height)
         self.grid_width, self.grid_height = grid_size(width, height, scale)
         w, h = self.grid_width, self.grid_height
-        us = (np.arange(w) + 0.5) * (width / w)
-        vs = (np.arange(h) + 0.5) * (height / h)
+        us = (np.arange(w) + 0.5) * (width / w) - 0.5
+        vs = (np.arange(h) + 0.5) * (height / h) - 0.5
         K = np.asarray(intrinsics, dtype=np.float64).reshape(3, 3)
         # Camera-space direction of pixel (u, v) is (x[u], y[v], 1): unit z, so the ray
         # parameter t of a hit is its z-depth, and each world component is an outer sum.
@@ -78,6 +88,9 @@ class CameraRays:
 
 def pixel_rays(intrinsics: np.ndarray, pose: np.ndarray, width: int, height: int, scale: float = 1.0) -> np.ndarray:
     """(H', W', 6) float32 rays through pixel centres, camera-to-world ``pose`` in OpenCV axes.
+
+    Ray ``[v, u]`` starts at the camera centre and has direction ``R K^-1 [u, v, 1]``
+    (unit camera z), so it passes through integer pixel coordinate (u, v).
 
     ``scale`` < 1 casts a reduced grid (each ray stands for 1/scale² pixels).
     """

@@ -33,11 +33,16 @@ def turned_pose(pose: np.ndarray, degrees_cw: int) -> np.ndarray:
 
 
 def turned_intrinsics(intrinsics: np.ndarray, width: int, height: int, degrees_cw: int) -> tuple[np.ndarray, int, int]:
-    """K, width, height of the image turned ``degrees_cw`` clockwise: pixel (u, v) goes to (height - v, u)."""
+    """K, width, height of the image turned ``degrees_cw`` clockwise: pixel (u, v) goes to (height - 1 - v, u).
+
+    Pixel centres are at integer coordinates (``pipeline.geometry.raycast``), so
+    the turn is exactly what ``cv2.rotate`` does to the pixel array: row ``v``
+    of the old image becomes column ``height - 1 - v`` of the new one.
+    """
     k = np.asarray(intrinsics, dtype=float).copy()
     for _ in range(quarter_turns(degrees_cw)):
         fx, fy, cx, cy = k[0, 0], k[1, 1], k[0, 2], k[1, 2]
-        k = np.array([[fy, 0.0, height - cy], [0.0, fx, cx], [0.0, 0.0, 1.0]])
+        k = np.array([[fy, 0.0, height - 1 - cy], [0.0, fx, cx], [0.0, 0.0, 1.0]])
         width, height = height, width
     return k, width, height
 

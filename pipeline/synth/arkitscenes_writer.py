@@ -3,13 +3,22 @@
 Conventions of the format, which the reader must undo: boxes are
 ``segments.obbAligned`` with row-axis ``normalizedAxes``; the mesh carries no
 object ids; poses are *world-to-camera* axis-angle + translation lines in
-``lowres_wide.traj``; frames and ``.pincam`` intrinsics are named by
-timestamp; and the frames are stored the way the phone was held, so for a
-sky direction other than ``Up`` every image is stored turned (sky on the
-left for ``Left``...) with the camera (pose, intrinsics, size) of the turned
-image. The video id is the synthetic scene id. Frames are written at the
-walk's 10 fps (timestamps ``1000.000 + i / 10`` s), so resampling keeps them
-all. The exact ground truth goes to ``<video_id>.scan2qa_truth.json``.
+``lowres_wide.traj``; frames, ``lowres_depth`` and ``.pincam`` intrinsics are
+named ``<video_id>_<timestamp>``; and the frames are stored the way the phone
+was held, so for a sky direction other than ``Up`` every image (colour and
+depth) is stored turned (sky on the left for ``Left``...) with the camera
+(pose, intrinsics, size) of the turned image. ``lowres_depth/`` holds uint16
+millimetre PNGs the size of the colour frames, ray cast with the same camera:
+the toolkit's ``threedod/benchmark_scripts/utils/tenFpsDataLoader.py`` lists
+its frames from that folder, reads depth / 1000 and back-projects
+``K^-1 [u d, v d, d]`` at integer pixels with the inverted trajectory pose.
+
+The video id is an 8-digit number as ARKitScenes' are (the toolkit parses
+the timestamp as ``name.split("_")[1]``): ``9`` + the synthetic scene number
+(5 digits) + its scan number (2 digits), so ``synth0003_00`` is ``90000300``,
+above the real ids' range. Frames are written at the walk's 10 fps
+(timestamps ``1000.000 + i / 10`` s), so resampling keeps them all. The exact
+ground truth goes to ``<video_id>.scan2qa_truth.json``.
 
 Each annotated box is the gravity-aligned box of the object's own vertices,
 the box every reader with per-vertex instances fits (SPEC section 1), written
@@ -22,6 +31,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import cv2
@@ -56,17 +66,25 @@ METADATA_COLUMNS = (
 FIRST_TIMESTAMP_MS = 1_000_000  # ARKit timestamps are device uptime seconds, never 0
 
 
+def arkitscenes_video_id(scene: SynthScene) -> str:
+    """``synthNNNN_MM`` -> ``9`` + NNNN as 5 digits + MM: an 8-digit ARKitScenes-style video id."""
+    match = re.fullmatch(r"synth(\d{4,5})_(\d{2})", scene.scene_id)
+    if not match:
+        raise ValueError(f"not a synthetic scene id: {scene.scene_id!r}")
+    return f"9{int(match.group(1)):05d}{match.group(2)}"
+
+
 def _floats(values) -> list[float]:
     return [float(v) + 0.0 for v in np.asarray(values, dtype=float).reshape(-1)]
 
 
-def _annotation(scene: SynthScene) -> dict:
+def _annotation(scene: SynthScene, video_id: str) -> dict:
     data = []
     for obj in scene.objects:
         box = gravity_aligned_obb(scene.mesh.vertices[scene.vertex_indices(obj.object_id)])
         data.append(
             {
-                "uid": f"{scene.scene_id}-{obj.object_id:04d}",
+                "uid": f"{video_id}-{obj.object_id:04d}",
                 "objectId": obj.object_id,
                 "label": obj.label,
                 "segments": {
@@ -122,15 +140,15 @@ def write_arkitscenes(scene: SynthScene, out_dir, sky_direction: str = "Up", pro
     if sky_direction not in SKY_ROTATION:
         raise ValueError(f"sky_direction must be one of {sorted(SKY_ROTATION)}, got {sky_direction!r}")
     root = Path(out_dir)
-    vid = scene.scene_id
+    vid = arkitscenes_video_id(scene)
     folder = root / vid
     frames = folder / frames_dir(vid)
-    (frames / "lowres_wide").mkdir(parents=True, exist_ok=True)
-    (frames / "lowres_wide_intrinsics").mkdir(parents=True, exist_ok=True)
+    for sub in ("lowres_wide", "lowres_depth", "lowres_wide_intrinsics"):
+        (frames / sub).mkdir(parents=True, exist_ok=True)
     write_label_map(root / LABEL_MAP_NAME)
     mesh = scene.mesh
     write_ply(folder / mesh_name(vid), mesh.vertices, mesh.triangles, mesh.colors, comment=None, alpha=False)
-    (folder / annotation_name(vid)).write_text(json.dumps(_annotation(scene), indent=1) + "\n")
+    (folder / annotation_name(vid)).write_text(json.dumps(_annotation(scene, vid), indent=1) + "\n")
     # The stored image is the sky-up one turned back: sky-up = stored turned SKY_ROTATION clockwise.
     store_turn = (360 - SKY_ROTATION[sky_direction]) % 360
     renderer = FrameRenderer(scene)
@@ -139,11 +157,12 @@ def write_arkitscenes(scene: SynthScene, out_dir, sky_direction: str = "Up", pro
     for i in range(n):
         stamp = _stamp(scene, i)
         pose, k, w, h = rotated_camera(scene.poses[i], scene.intrinsics, scene.width, scene.height, store_turn)
-        image = rotate_image(renderer.render(i).color_bgr, store_turn)
-        ok, png = cv2.imencode(".png", image)
-        if not ok:
-            raise RuntimeError("PNG encoding failed")
-        (frames / "lowres_wide" / f"{vid}_{stamp}.png").write_bytes(png.tobytes())
+        rendered = renderer.render(i)
+        for sub, image in (("lowres_wide", rendered.color_bgr), ("lowres_depth", rendered.depth_mm)):
+            ok, png = cv2.imencode(".png", rotate_image(image, store_turn))
+            if not ok:
+                raise RuntimeError("PNG encoding failed")
+            (frames / sub / f"{vid}_{stamp}.png").write_bytes(png.tobytes())
         pincam = " ".join(str(v) for v in (w, h, float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2]))) + "\n"
         (frames / "lowres_wide_intrinsics" / f"{vid}_{stamp}.pincam").write_text(pincam)
         traj.append(_traj_line(stamp, pose))

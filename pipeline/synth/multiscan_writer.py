@@ -1,11 +1,19 @@
 """Write a synthetic scene in MultiScan's layout, with MultiScan's conventions.
 
-* ``<scan>.ply``: the mesh in the z-up frame with per-face ``objectId``
-  (object ``k`` stored as ``k + 1``: MultiScan ids start at 1, 0 marks
-  unannotated faces) and ``partId`` (1, 2, ... per object, one per part).
-* ``<scan>.annotations.json`` (the newer schema): ``objectId``, ``label``
-  ``"<name_with_underscores>.<index>"``, ``partIds`` and the exact box as
-  ``obb`` with *row* ``normalizedAxes``, ``min``/``max`` and ``up``/``front``.
+* ``<scan>.ply``: the mesh in the z-up frame with the documented header
+  (``double`` x y z nx ny nz, ``uchar`` rgba, faces ``list uchar int``, per-face
+  ``ushort`` ``objectId`` and ``partId``): object ``k`` is stored as ``k + 1``
+  (MultiScan ids start at 1, 0 marks unannotated faces) and ``partId`` is the
+  scan-wide id (1, 2, ...) of the face's part, one per generator part. Vertex
+  normals are the area-weighted face normals (``dataset/core.py``
+  ``_construct_mesh`` reads ``nx``/``ny``/``nz``).
+* ``<scan>.annotations.json`` (the newer schema): ``objects`` with
+  ``objectId``, ``label`` ``"<name_with_underscores>.<index>"``,
+  ``mobilityType``, ``partIds`` and the exact box as ``obb`` with *row*
+  ``normalizedAxes``, ``min``/``max`` and ``up``/``front``; and ``parts``, where
+  ``parts[partId - 1]`` is ``{partId, label}`` (``dataset/gen_articulated_dataset.py``
+  indexes it so). A one-part object's part is labelled as the object; the parts
+  of a composite one ``"<part>.<index>"`` (``leg.1``..``leg.4``).
 * ``<scan>.align.json``: a seeded ``coordinate_transform`` (column-major, a quarter turn and shift,
   mesh frame -> ARKit world, y up) so that the camera stream is not already
   in the mesh frame.
@@ -16,7 +24,14 @@
   frames (same image, same pose): video frame ``6 i`` is synthetic frame
   ``i`` at exactly ``i / 10`` s, and resampling the 60 fps stream to 10 fps by
   timestamp keeps exactly frames ``0, 6, 12, ...`` - the synthetic frames.
-* ``<scan>.json``: recording metadata (colour stream frequency 60).
+* ``<scan>.json``: recording metadata in the scanner app's stream order
+  (``reconstruction/scripts/bridge.py`` ``get_meta`` reads ``streams[0]`` as
+  colour and ``streams[1]`` as depth: ``resolution`` ``[height, width]``,
+  ``number_of_frames``, colour ``intrinsics``, top-level ``depth_unit``), then
+  the confidence and camera-info streams.
+* ``<scan>.depth.zlib`` / ``<scan>.confidence.zlib``: 256 x 192 depth
+  (float16 metres) and confidence per video frame, ray cast with the colour
+  camera scaled as ``bridge.py`` scales it (``pipeline.synth.depth_streams``).
 
 Scan ids are ``scene_9NNNN_MM`` for ``synthNNNN_MM``, above MultiScan's real
 range. ``<scan>.scan2qa_truth.json`` carries the exact truth.
@@ -35,7 +50,8 @@ from pipeline.geometry.obb import normalized_axes_of
 from pipeline.seeding import rng as seeded_rng
 from pipeline.synth.label_map import write_label_map
 from pipeline.synth.lossless import quarter_turn
-from pipeline.synth.render import held_frames, write_held_video
+from pipeline.synth.depth_streams import LIDAR_SIZE, DeflateStream, depth_camera, multiscan_depth, render_depth
+from pipeline.synth.render import FrameRenderer, held_frames, write_held_video
 from pipeline.synth.scannet_writer import LABEL_MAP_NAME, TRUTH_SUFFIX, truth_dict
 from pipeline.synth.scene import SynthScene
 
@@ -62,18 +78,33 @@ def _column_major(m: np.ndarray) -> list[float]:
     return [float(v) for v in np.asarray(m, dtype=float).T.reshape(-1)]
 
 
-def _part_ids(scene: SynthScene, face_object: np.ndarray) -> np.ndarray:
-    """1, 2, ... per object, one per part (a part is one segment of the generator)."""
+def _part_ids(scene: SynthScene, face_object: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scan-wide part id per face (1, 2, ... by object, then part; 0 on unannotated faces) and each part's
+    (object id as stored, first vertex): a part is one segment of the generator."""
     face_segment = scene.segments[scene.mesh.triangles[:, 0]]
-    pairs = np.stack([face_object, face_segment], axis=1)
-    _, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    uniq = pairs[first]
-    rank = np.zeros(len(uniq), dtype=np.int64)
-    for oid in np.unique(uniq[:, 0]):
-        rows = np.flatnonzero(uniq[:, 0] == oid)
-        rank[rows[np.argsort(uniq[rows, 1])]] = np.arange(1, len(rows) + 1)
-    return np.where(face_object > 0, rank[inverse], 0).astype(np.int32)
+    annotated = face_object > 0
+    pairs = np.stack([face_object[annotated], face_segment[annotated]], axis=1).astype(np.int64)
+    parts, inverse = np.unique(pairs, axis=0, return_inverse=True)  # sorted by object, then first vertex
+    part_ids = np.zeros(len(face_object), dtype=np.uint16)
+    part_ids[annotated] = inverse.reshape(-1) + 1
+    return part_ids, parts
+
+
+def _part_label(part_name: str, seen: dict[str, int]) -> str:
+    stem = part_name.rstrip("0123456789").rstrip("_") or part_name
+    seen[stem] = seen.get(stem, 0) + 1
+    return f"{stem}.{seen[stem]}"
+
+
+def vertex_normals(vertices: np.ndarray, triangles: np.ndarray) -> np.ndarray:
+    """Unit area-weighted vertex normals (+z for a vertex no face touches)."""
+    corners = vertices[triangles]
+    face = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    normals = np.zeros_like(vertices, dtype=np.float64)
+    for c in range(3):
+        np.add.at(normals, triangles[:, c], face)
+    length = np.linalg.norm(normals, axis=1, keepdims=True)
+    return np.where(length > 0, normals / np.where(length > 0, length, 1.0), [0.0, 0.0, 1.0])
 
 
 def _obb(box) -> dict:
@@ -93,34 +124,42 @@ def _obb(box) -> dict:
     }
 
 
-def _annotations(scene: SynthScene, scan_id: str, part_ids: np.ndarray, face_object: np.ndarray) -> dict:
+def _annotations(scene: SynthScene, scan_id: str, parts: np.ndarray) -> dict:
     counts: dict[str, int] = {}
-    objects = []
+    objects, part_entries = [], []
     for obj in scene.objects:
         name = obj.label.replace(" ", "_")
         counts[name] = counts.get(name, 0) + 1
-        parts = sorted({int(p) for p in np.unique(part_ids[face_object == obj.object_id + 1])})
+        label = f"{name}.{counts[name]}"
+        rows = np.flatnonzero(parts[:, 0] == obj.object_id + 1)
+        start, stop = scene.object_vertex_ranges[obj.object_id]
+        names = dict(zip(np.unique(scene.segments[start:stop]).tolist(), obj.part_names))  # segment = part's first vertex
+        seen: dict[str, int] = {}
+        for row in rows:
+            part_name = names.get(int(parts[row, 1]), "part").replace(" ", "_")
+            part_label = label if len(rows) == 1 else _part_label(part_name, seen)
+            part_entries.append({"partId": int(row) + 1, "label": part_label})
         objects.append(
             {
                 "objectId": obj.object_id + 1,
-                "label": f"{name}.{counts[name]}",
+                "label": label,
                 "mobilityType": "fixed",
-                "partIds": parts,
+                "partIds": [int(row) + 1 for row in rows],
                 "obb": _obb(obj.box.to_oriented()),
             }
         )
-    return {"version": "multiscan@0.0.1", "scanId": scan_id, "objects": objects}
+    return {"version": "multiscan@0.0.1", "scanId": scan_id, "objects": objects, "parts": part_entries}
 
 
 def _metadata(scene: SynthScene, video_frames: int) -> dict:
     k = _column_major(scene.intrinsics)
+    common = {"frequency": VIDEO_FPS, "number_of_frames": video_frames}
     return {
         "streams": [
             {
                 "id": "color_back_1",
                 "type": "color_camera",
-                "frequency": VIDEO_FPS,
-                "number_of_frames": video_frames,
+                **common,
                 "file_extension": "mp4",
                 "encoding": "mp4v",
                 "intrinsics": k,
@@ -128,18 +167,41 @@ def _metadata(scene: SynthScene, video_frames: int) -> dict:
                 "extrinsics": None,
             },
             {
-                "id": "camera_info_color_back_1",
-                "type": "camera_info",
-                "frequency": VIDEO_FPS,
-                "number_of_frames": video_frames,
-                "file_extension": "jsonl",
-                "encoding": "jsonl",
+                "id": "depth_back_1",
+                "type": "lidar_sensor",
+                **common,
+                "file_extension": "depth.zlib",
+                "encoding": "float16_zlib",
+                "intrinsics": None,
+                "resolution": [LIDAR_SIZE[1], LIDAR_SIZE[0]],
+                "extrinsics": None,
             },
+            {"id": "confidence_map", "type": "confidence_map", **common, "file_extension": "confidence.zlib", "encoding": "uint8_zlib"},
+            {"id": "camera_info_color_back_1", "type": "camera_info", **common, "file_extension": "jsonl", "encoding": "jsonl"},
         ],
         "device": {"type": "scan2qa synthetic (ray cast)"},
         "scene": {"type": scene.scene_type, "description": scene.scene_id},
-        "number_of_files": 4,
+        "camera_orientation_euler_angles_format": "xyz",
+        "camera_orientation_quaternion_format": "wxyz",
+        "depth_unit": "m",
+        "depth_confidence_avaliable": True,  # sic: the scanner app's key
+        "depth_confidence_value_range": [0, 2],
+        "number_of_files": 5,
     }
+
+
+def write_depth_streams(scene: SynthScene, folder: Path, scan_id: str, renderer: FrameRenderer, hold: int) -> None:
+    k_depth = depth_camera(scene.intrinsics, (scene.width, scene.height), LIDAR_SIZE)
+    depth_file = DeflateStream(folder / f"{scan_id}.depth.zlib")
+    confidence_file = DeflateStream(folder / f"{scan_id}.confidence.zlib")
+    try:
+        for pose in scene.poses:
+            depth, confidence = multiscan_depth(render_depth(renderer.raycaster, k_depth, pose, LIDAR_SIZE))
+            depth_file.write(depth, times=hold)
+            confidence_file.write(confidence, times=hold)
+    finally:
+        depth_file.close()
+        confidence_file.close()
 
 
 def write_multiscan(scene: SynthScene, out_dir, scan_id: str | None = None, progress=None) -> Path:
@@ -152,16 +214,17 @@ def write_multiscan(scene: SynthScene, out_dir, scan_id: str | None = None, prog
     mesh = scene.mesh
     tri_ids = np.asarray(mesh.triangle_object_ids, dtype=np.int64)
     face_object = np.where(tri_ids >= 0, tri_ids + 1, 0).astype(np.int32)
-    part_ids = _part_ids(scene, face_object)
+    part_ids, parts = _part_ids(scene, face_object)
     write_ply(
         folder / f"{scan_id}.ply",
         mesh.vertices,
         mesh.triangles,
         mesh.colors,
-        face_properties={"objectId": face_object, "partId": part_ids},
-        comment=None,
+        face_properties={"objectId": face_object.astype(np.uint16), "partId": part_ids},
+        coordinate_type="double",
+        normals=vertex_normals(mesh.vertices, mesh.triangles),
     )
-    annotations = _annotations(scene, scan_id, part_ids, face_object)
+    annotations = _annotations(scene, scan_id, parts)
     (folder / f"{scan_id}.annotations.json").write_text(json.dumps(annotations, indent=1) + "\n")
     align = mesh_to_arkit(scene)
     (folder / f"{scan_id}.align.json").write_text(
@@ -177,6 +240,8 @@ def write_multiscan(scene: SynthScene, out_dir, scan_id: str | None = None, prog
         stamp = START_NS + (j * 1_000_000_000) // VIDEO_FPS
         lines.append(json.dumps({"timestamp": stamp, "intrinsics": k, "transform": _column_major(transform)}))
     (folder / f"{scan_id}.jsonl").write_text("\n".join(lines) + "\n")
-    write_held_video(scene, folder / f"{scan_id}.mp4", VIDEO_FPS, hold, progress)
+    renderer = FrameRenderer(scene)
+    write_held_video(scene, folder / f"{scan_id}.mp4", VIDEO_FPS, hold, progress, renderer=renderer)
+    write_depth_streams(scene, folder, scan_id, renderer, hold)
     (folder / f"{scan_id}{TRUTH_SUFFIX}").write_text(json.dumps(truth_dict(scene), indent=1) + "\n")
     return folder

@@ -61,9 +61,8 @@ class FrameRenderer:
         self.tri_colors = mesh.colors[mesh.triangles].astype(np.float32).mean(axis=1)
         self.tri_object = mesh.triangle_object_ids
         self.camera = CameraRays(scene.intrinsics, scene.width, scene.height)
-        K = scene.intrinsics
-        us, vs = np.meshgrid(np.arange(scene.width) + 0.5, np.arange(scene.height) + 0.5)
-        length = np.sqrt(((us - K[0, 2]) / K[0, 0]) ** 2 + ((vs - K[1, 2]) / K[1, 1]) ** 2 + 1.0)
+        x, y = np.meshgrid(self.camera.x.astype(np.float64), self.camera.y.astype(np.float64))
+        length = np.sqrt(x**2 + y**2 + 1.0)
         self.inv_ray_length = (1.0 / length).ravel().astype(np.float32)  # rays have unit camera z, not unit length
 
     def render_pose(self, pose: np.ndarray) -> RenderedFrame:
@@ -96,11 +95,11 @@ def held_frames(scene_fps: float, video_fps: float, camera: str) -> int:
     return int(round(hold))
 
 
-def write_held_video(scene, path, video_fps: float, hold: int, progress=None) -> None:
-    """Render each frame once and write it ``hold`` times into an mp4 at ``video_fps``."""
+def write_held_video(scene, path, video_fps: float, hold: int, progress=None, renderer: FrameRenderer | None = None) -> None:
+    """Render each frame once and write it ``hold`` times into a video at ``video_fps`` (mp4v; container by suffix)."""
     from pipeline.frames.video import VideoWriter
 
-    renderer = FrameRenderer(scene)
+    renderer = renderer or FrameRenderer(scene)
     writer = VideoWriter(path, video_fps, (scene.width, scene.height))
     try:
         n = len(scene.poses)

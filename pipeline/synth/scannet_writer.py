@@ -134,7 +134,8 @@ def _box_json(box) -> dict:
 
 
 def truth_dict(scene: SynthScene) -> dict:
-    """Everything the native layout cannot carry, in the world frame."""
+    """Everything the native layout cannot carry, in the world frame, plus the camera walk and each object's
+    vertex range (mesh vertex order is the same in every layout) for checks against the datasets' own loaders."""
     nyu = nyu40_ids()
     distances = scene.small_object_distances()
     objects = []
@@ -144,6 +145,7 @@ def truth_dict(scene: SynthScene) -> dict:
             "label": obj.label,
             "nyu40id": nyu[obj.label],
             "box": _box_json(obj.box),
+            "vertex_range": [int(v) for v in scene.object_vertex_ranges[obj.object_id]],  # [start, stop) of its vertices
             "parts": [dict(name=name, **_box_json(part)) for name, part in zip(obj.part_names, obj.parts)],
             "room": obj.room,
             "small": obj.small,
@@ -168,6 +170,8 @@ def truth_dict(scene: SynthScene) -> dict:
         "intrinsics": {"matrix": [[_r(v) for v in row] for row in scene.intrinsics], "width": scene.width, "height": scene.height},
         "fps": scene.fps,
         "num_frames": int(len(scene.poses)),
+        # Camera-to-world of every frame (world frame, OpenCV axes), every digit: what each layout's poses must give back.
+        "poses": [[[float(v) + 0.0 for v in row] for row in pose] for pose in scene.poses],
         "objects": objects,
         "rooms": rooms,
         # Each room of the floor plan (a two-room scene has two), beyond the scene/main polygons above.

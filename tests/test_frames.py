@@ -136,6 +136,9 @@ def test_output_size_follows_orientation_and_intrinsics_scale():
     fc = FramesConfig()
     assert output_size(1296, 968, fc) == (640, 480)
     assert output_size(968, 1296, fc) == (480, 640)
-    K = np.array([[1170.0, 0, 648], [0, 1170, 484], [0, 0, 1]])
+    # Pixel centres at integer coordinates: the image centre of a 1296x968 frame is (647.5, 483.5) and stays
+    # the image centre, (319.5, 239.5), of its 640x480 resize, as cv2.resize moves pixels.
+    K = np.array([[1170.0, 0, 647.5], [0, 1170, 483.5], [0, 0, 1]])
     K2 = scale_intrinsics(K, (1296, 968), (640, 480))
-    assert np.isclose(K2[0, 2], 320.0) and np.isclose(K2[1, 2], 240.0)
+    assert np.isclose(K2[0, 2], 319.5) and np.isclose(K2[1, 2], 239.5)
+    assert np.isclose(K2[0, 0], 1170.0 * 640 / 1296) and np.isclose(K2[1, 1], 1170.0 * 480 / 968)

@@ -153,7 +153,8 @@ def test_axis_alignment_moves_poses(tmp_path):
     assert not parsed.frames[2].valid
     assert [f.timestamp for f in parsed.frames] == pytest.approx([i / 30 for i in range(6)])
     assert parsed.load_image(5).shape == (480, 640, 3)
-    np.testing.assert_allclose(f1.intrinsics, [[500, 0, 320], [0, 500, 240], [0, 0, 1]])
+    # 128x96 frames upscaled 5x: f = 100 * 5; pixel centres at integer coordinates move c to (c + 0.5) * 5 - 0.5.
+    np.testing.assert_allclose(f1.intrinsics, [[500, 0, 322], [0, 500, 242], [0, 0, 1]])
 
 
 def test_stream_fps_from_metadata(tmp_path):

@@ -110,7 +110,7 @@ def test_frames_table_from_stream(tmp_path):
     assert (scan["source_frame_count"], scan["frame_count"], scan["dropped_frames"]) == (10, 4, 1)
     assert (scan["fps"], scan["source_fps"], scan["image_width"], scan["image_height"]) == (10.0, 30.0, 640, 480)
     assert scan["has_frames"] and scan["scene_type"] == "Office"
-    assert frames["intrinsics"][0].to_list() == pytest.approx([500, 0, 320, 0, 500, 240, 0, 0, 1])
+    assert frames["intrinsics"][0].to_list() == pytest.approx([500, 0, 322, 0, 500, 242, 0, 0, 1])
 
 
 def test_config_fps(tmp_path):

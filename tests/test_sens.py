@@ -112,7 +112,8 @@ def test_scene_with_sens_frames(tmp_path):
     assert any("1 of 9 frames have a NaN/inf pose" in w for w in parsed.warnings)
     f0 = parsed.frames[0]
     assert (f0.width, f0.height) == (640, 480)
-    np.testing.assert_allclose(f0.intrinsics, [[500, 0, 320], [0, 500, 240], [0, 0, 1]])
+    # 128x96 upscaled 5x, pixel centres at integer coordinates: c -> (c + 0.5) * 5 - 0.5
+    np.testing.assert_allclose(f0.intrinsics, [[500, 0, 322], [0, 500, 242], [0, 0, 1]])
     assert [round(f.timestamp * 30) for f in parsed.frames] == list(range(9))  # zero timestamps -> i/30 s
     image = parsed.load_image(3)
     assert image.shape == (480, 640, 3) and image.dtype == np.uint8

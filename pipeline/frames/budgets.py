@@ -156,11 +156,18 @@ def output_size(width: int, height: int, frames_config: FramesConfig) -> tuple[i
 
 
 def scale_intrinsics(intrinsics: np.ndarray, size: tuple[int, int], new_size: tuple[int, int]) -> np.ndarray:
-    """Pinhole matrix for the same camera after resizing the image from ``size`` to ``new_size`` (w, h)."""
+    """Pinhole matrix for the same camera after resizing the image from ``size`` to ``new_size`` (w, h).
+
+    Pixel centres sit at integer coordinates (OpenCV's and the datasets' convention, which the ray caster
+    follows), so pixel ``i`` covers ``[i - 0.5, i + 0.5]`` and a resize by ``s`` maps ``x + 0.5`` to
+    ``(x + 0.5) * s``: the principal point moves to ``(c + 0.5) * s - 0.5``, as ``cv2.resize`` moves pixels.
+    """
     K = np.array(intrinsics, dtype=np.float64).reshape(3, 3).copy()
     sx = new_size[0] / size[0]
     sy = new_size[1] / size[1]
     K[0, :] *= sx
     K[1, :] *= sy
+    K[0, 2] += 0.5 * sx - 0.5
+    K[1, 2] += 0.5 * sy - 0.5
     K[2, :] = (0.0, 0.0, 1.0)
     return K

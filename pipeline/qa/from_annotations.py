@@ -75,7 +75,9 @@ def candidates_from_annotations(path: str | Path, profile: str | Profile, seed: 
     return pl.concat(frames) if frames else schemas.empty("qa_candidates")
 
 
-def generate_from_annotations(path: str | Path, profile: str | Profile, seed: int = 0) -> pl.DataFrame:
-    """The finalized ``qa`` table of every scene in an annotation file or folder."""
+def generate_from_annotations(
+    path: str | Path, profile: str | Profile, seed: int = 0, drops: list[pl.DataFrame] | None = None
+) -> pl.DataFrame:
+    """The finalized ``qa`` table of every scene in an annotation file or folder (``drops``: see ``finalize_qa``)."""
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
-    return finalize_qa(candidates_from_annotations(path, prof, seed), profile=prof, seed=seed)
+    return finalize_qa(candidates_from_annotations(path, prof, seed), profile=prof, seed=seed, drops=drops)

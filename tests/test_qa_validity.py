@@ -210,3 +210,28 @@ def test_every_frequency_baseline_at_or_below_revsi_on_the_288_vsibench_scenes(f
     for task, ceiling in REVSI_CHANCE.items():
         assert tasks[task]["content_frequency_baseline"] <= ceiling, (task, tasks[task])
         assert tasks[task]["questions"] >= 30, task
+
+
+@pytest.mark.parametrize(
+    "noun, expected",
+    [("alarm clock", "an alarm clock"), ("chair", "a chair"), ("umbrella", "an umbrella"), ("usb stick", "a usb stick"),
+     ("hourglass", "an hourglass"), ("one-cup kettle", "a one-cup kettle")],
+)
+def test_pinpoint_presence_questions_use_an_before_vowel_sounds(noun, expected):
+    from pipeline.pinpoint.templates import PRESENCE_QUESTIONS, with_article
+
+    assert with_article(noun) == expected
+    assert all("{a_target}" in t and " a {" not in t for t in PRESENCE_QUESTIONS.values())
+    # ReVSI's released templates name objects with "the", so they need no article rule.
+    assert not any(" a {" in t or " an {" in t for t in RELEASED_TEMPLATES.values())
+
+
+def test_baseline_rows_keep_profiles_apart():
+    from pipeline.qa.stats import baseline_rows
+
+    rows = revsi_rows(20, 1)
+    rows += [dict(r, id="v" + r["id"], profile="vsibench") for r in rows if r["question_type"] == "object_abs_distance"]
+    table = baseline_rows(qa_frame(rows))
+    distance = [r for r in table if r["question_type"] == "object_abs_distance"]
+    assert sorted(r["profile"] for r in distance) == ["revsi", "vsibench"]
+    assert all(r["questions"] == distance[0]["questions"] for r in distance)

@@ -23,7 +23,7 @@ import polars as pl
 
 from pipeline import seeding
 from pipeline.schemas import BUDGETS
-from pipeline.scoring.metrics import frequency_baseline
+from pipeline.qa.stats import baseline_rows
 
 VideoFile = Callable[[str], Path | None]  # video path relative to the output root -> local file, None if absent
 BOX_COLOURS = [(0, 200, 255), (80, 220, 0), (255, 120, 0), (200, 0, 255)]
@@ -203,7 +203,7 @@ def render_report(
     counts = {(p, t, b): 0 for p, t in types for b in BUDGETS}
     for (p, t, b), g in qa.group_by(["profile", "question_type", "budget"]):
         counts[(p, t, b)] = g.height
-    parts.append("<h2>Questions per type and frame budget</h2>")
+    parts.append("<h2>Questions per type and frame budget</h2><p class=meta>All video kinds: real videos and the 16-frame dummy-video probes (the answer charts below count real videos only).</p>")
     parts.append(
         _table(
             ["profile", "question type", *BUDGETS, "total"],
@@ -213,7 +213,7 @@ def render_report(
     )
 
     # Answer distributions (real videos).
-    parts.append("<h2>Answer distributions</h2><div class=charts>")
+    parts.append("<h2>Answer distributions</h2><p class=meta>Real-video questions only, so a type's total here excludes its dummy-video probes counted above.</p><div class=charts>")
     # Only what the charts and baselines read: copying every column of a million questions costs gigabytes.
     charted = ["id", "profile", "budget", "question_type", "video_kind", "ground_truth", "options", "answer_value"]
     real = qa.select(charted).filter(pl.col("video_kind") == "real")
@@ -223,15 +223,22 @@ def render_report(
             parts.append(bar_chart_svg(labels, values, f"{profile} · {t} ({group.height})"))
     parts.append("</div>")
 
-    # Frequency baselines.
-    fb = frequency_baseline(real, by=("budget", "question_type")) if real.height else pl.DataFrame()
-    parts.append("<h2>Frequency baselines</h2><p class=meta>Always answering the most frequent answer of a type; numeric types scored with MRA.</p>")
-    if fb.height:
+    # Frequency baselines: one row per profile (revsi and vsibench share type names), by letter and by content.
+    parts.append(
+        "<h2>Frequency baselines</h2><p class=meta>Always answering the most frequent answer of a type; numeric "
+        "types: the mode scored with MRA; choices: by letter and by content (option text). <em>dropped</em>: "
+        "questions the answer-distribution control removed; <em>before</em>: the content baseline before it.</p>"
+    )
+    if real.height:
+        rows = baseline_rows(real, tables.get("qa_distribution_drops"))
+        pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"  # noqa: E731
         parts.append(
             _table(
-                ["question type", "budget", "answer", "score", "questions"],
-                [[r["question_type"], r["budget"], _esc(r["answer"]), "n/a" if r["score"] is None else f"{100 * r['score']:.1f}%", r["questions"]] for r in fb.sort(["question_type", "budget"]).iter_rows(named=True)],
-                left=2,
+                ["profile", "question type", "budget", "answer", "by letter", "by content", "questions", "dropped", "before"],
+                [[r["profile"], r["question_type"], r["budget"], _esc(r["answer"]), pct(r["frequency"]), pct(r["content"]),
+                  r["questions"], r["dropped"], pct(r["before"])]
+                 for r in sorted(rows, key=lambda r: (r["profile"], r["question_type"], r["budget"]))],
+                left=3,
             )
         )
 

@@ -235,3 +235,17 @@ def test_baseline_rows_keep_profiles_apart():
     distance = [r for r in table if r["question_type"] == "object_abs_distance"]
     assert sorted(r["profile"] for r in distance) == ["revsi", "vsibench"]
     assert all(r["questions"] == distance[0]["questions"] for r in distance)
+
+
+def test_an_unreachable_ceiling_does_not_gut_the_type():
+    rule = load_profile("revsi").task("room_size_estimation_multiple")
+    values = [20.0 + i for i in range(20)]  # 20-39 m²: any one answer is within MRA's 50% of most of them
+    part = pl.DataFrame(
+        [{"id": f"r{i:02d}", "options": [], "geometry": "{}", "answer_value": v, "ground_truth": f"{v:.1f}"}
+         for i, v in enumerate(values)],
+        schema={"id": pl.String, "options": pl.List(pl.String), "geometry": pl.String, "answer_value": pl.Float64,
+                "ground_truth": pl.String},
+    )
+    keep, _ = control_group(part, rule, seed=0)
+    share_only, _ = control_group(part, dataclasses.replace(rule, balance={**rule.balance, "max_frequency": None}), 0)
+    assert list(keep) == list(share_only)

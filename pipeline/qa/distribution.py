@@ -19,7 +19,10 @@ configured per task in the profile's ``balance`` block (revsi only; the
   the share of the most frequent correct text (the content frequency
   baseline), for numbers the best mean MRA of any one answer
   (``best_constant_score``, never below the frequency baseline's mode); C is
-  lowered until it holds.
+  lowered until it holds. Where no cap reaches it (answers too alike, e.g. a
+  handful of rooms of similar size) the type keeps its share-capped set and
+  its baseline shows in ``scan2qa stats``: dropping more would remove
+  questions, not the prior.
 
 Groups are (profile, budget, video kind, type), the groups every baseline is
 reported in; only real-video questions are controlled (dummy-video questions
@@ -125,10 +128,16 @@ def best_constant_score(values: Sequence[float]) -> float | None:
 
 
 def _water_fill(sizes: Sequence[int], share: float) -> int:
-    """The largest per-class cap C with C <= share * sum(min(n, C)) (at least 1)."""
+    """The largest per-class cap C with C <= share * sum(min(n, C)).
+
+    With fewer than 1/share classes no subset meets the share (k classes hold at
+    least 1/k each); then nothing is capped, rather than cutting every class to one.
+    """
     cap = max(sizes) if sizes else 0
     while cap > 1 and cap > share * sum(min(n, cap) for n in sizes) + 1e-9:
         cap -= 1
+    if cap <= 1 and 1 > share * len(sizes) + 1e-9:
+        return max(sizes) if sizes else 0
     return max(cap, 1)
 
 
@@ -169,12 +178,17 @@ def control_group(part: pl.DataFrame, rule: TaskRule, seed: int) -> tuple[np.nda
                 return best_constant_score([v for v, k in zip(values, keep) if k]) or 0.0
             return content_frequency(question_type, [a for a, k in zip(answers, keep) if k], mcq) or 0.0
 
+        share_keep, share_reason = keep, reason
         while cap > 1:
             if prior_score() <= float(ceiling) + 1e-12:
                 break
             cap = max(1, cap - step)
             keep = _select(classes, draws, ids, cap)
             reason = f"answer class over {cap} questions (a constant answer scored above {100 * float(ceiling):g}%)"
+        if prior_score() > float(ceiling) + 1e-12:
+            # Out of reach (the answers are too alike for any subset to spread): gutting the type would not
+            # remove the prior, only the questions, so only the share cap applies and stats shows the baseline.
+            keep, reason = share_keep, share_reason
     return keep, reason
 
 

@@ -13,6 +13,9 @@ import sys
 
 from pipeline.errors import ConfigError, ScanError, StorageUnreachable, TableError
 
+# Plain text: argparse prints help verbatim, so no reStructuredText/Markdown markup here.
+DESCRIPTION = "scan2qa: 3D indoor scans to video spatial-reasoning benchmarks (ReVSI, VSI-Bench, PinpointQA)."
+
 # command -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("pipeline.synth.command", "write synthetic scans in a native dataset layout"),
@@ -28,7 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="scan2qa", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="scan2qa", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)

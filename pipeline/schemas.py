@@ -186,6 +186,20 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("split", _str),  # "train" | "val" | "test" | null
         ]
     ),
+    # Questions the answer-distribution control (pipeline/qa/distribution.py) dropped, and why.
+    "qa_distribution_drops": pa.schema(
+        [
+            ("id", _str),
+            ("key", _str),
+            ("profile", _str),
+            ("budget", _str),
+            ("video_kind", _str),
+            ("question_type", _str),
+            ("answer", _str),  # correct option text (choices) or ground truth (numbers)
+            ("answer_class", _str),  # the class the control counted: option text or log-space bin
+            ("reason", _str),
+        ]
+    ),
     # PinpointQA intermediate spatial representation.
     "pinpoint_targets": pa.schema(
         [

@@ -112,9 +112,12 @@ def test_generated_lmms_eval_task_runs_on_its_own(release, tmp_path):
     utils = _import_generated_utils(folder)
     docs = pq.read_table(tmp_path / "16_frame" / "test-00000-of-00001.parquet").to_pylist()
     # yaml: parquet builder with this config's file, prompts per ReVSI Table 8
-    task_yaml = yaml.safe_load((folder / "scan2qa_revsi_16_frame.yaml").read_text())
+    task_text = (folder / "scan2qa_revsi_16_frame.yaml").read_text()
+    task_yaml = yaml.safe_load(task_text.replace("!function ", ""))
     assert task_yaml["dataset_path"] == "parquet"
-    assert task_yaml["dataset_kwargs"]["data_files"]["test"] == str(tmp_path / "16_frame" / "test-00000-of-00001.parquet")
+    # no path in the YAML: lmms-eval's !function tag reads it from utils.py, relative to the task folder
+    assert task_yaml["dataset_kwargs"]["data_files"]["test"] == "utils.data_file_16_frame"
+    assert utils.data_file_16_frame == str(tmp_path / "16_frame" / "test-00000-of-00001.parquet")
     template = (folder / "_default_template_yaml").read_text()
     assert "Answer the question using a single integer or decimal number." in template
     assert "utils.process_results" in template and "aggregate_overall_acc" in template
@@ -145,8 +148,8 @@ def test_generated_lmms_eval_task_runs_on_its_own(release, tmp_path):
     dummy = dummy_table.to_pylist()[0]
     assert utils.doc_to_visual(dummy) == [str(tmp_path / "16_frame_black" / "d1.mp4")]
     assert _decodes(utils.doc_to_visual(dummy)[0])
-    assert utils.process_results(dummy, ["0"])["overall_acc"]["acc"] == 1.0
-    assert utils.process_results(dummy, ["2"])["overall_acc"]["acc"] == 0.0
+    assert utils.process_results(dummy, ["0"])["object_counting_exact_match"]["acc"] == 1.0
+    assert utils.process_results(dummy, ["2"])["object_counting_exact_match"]["acc"] == 0.0
     dummy_group = yaml.safe_load((folder / "scan2qa_revsi_dummy.yaml").read_text())
     assert dummy_group["task"] == ["scan2qa_revsi_16_frame_black"]
 

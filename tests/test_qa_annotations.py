@@ -82,6 +82,10 @@ def test_vsibench_meta_scannetpp_generates_within_thresholds(scannetpp_qa, profi
     qa = generated[profile]
     checked = check_thresholds(qa, read_all(path), profile)
     expected = set(load_profile(profile).tasks) - {"obj_appearance_order", "room_size_estimation_single"}
+    if profile == "revsi":
+        # revsi routes need two turns (four distinct options); ScanNet++'s meta boxes give none
+        # (the 288 scenes give 30, from ScanNet and ARKitScenes).
+        expected.discard("route_planning")
     assert expected <= set(checked), sorted(expected - set(checked))
 
 

@@ -45,12 +45,12 @@ def test_relative_direction_hand_worked():
     # Standing by the sofa (0, 0) facing the tv (0, 4): the lamp at (-3, 3) is 45° counter-clockwise.
     df = _questions([("sofa", 0, 0), ("tv", 0, 4), ("lamp", -3, 3)])
     fwd = "If I am standing by the sofa and facing the tv, is the lamp to my "
-    assert _answer(df, fwd + "left, right, or back? An object is to my back if I would have to turn at least 135 degrees in order to face it.") == "left"
+    assert _answer(df, fwd + "left, right, or back?\nAn object is to my back if I would have to turn at least 135 degrees in order to face it.") == "left"
     assert _answer(df, fwd + "front-left, front-right, back-left, or back-right?") == "front-left"
     # Facing away from the tv, the lamp is at 225°: exactly on the easy back/right boundary -> not asked;
     # in quadrants it is back-right with a 45° margin.
     bwd = "If I am standing by the sofa and facing in the opposite direction of the tv, is the lamp to my "
-    assert _answer(df, bwd + "left, right, or back? An object is to my back if I would have to turn at least 135 degrees in order to face it.") is None
+    assert _answer(df, bwd + "left, right, or back?\nAn object is to my back if I would have to turn at least 135 degrees in order to face it.") is None
     assert _answer(df, bwd + "front-left, front-right, back-left, or back-right?") == "back-right"
     # VSI-Bench easy (left/right of the tv) with its 10° margin.
     vsi = _questions([("sofa", 0, 0), ("tv", 0, 4), ("lamp", -3, 3)], profile="vsibench")
@@ -68,7 +68,10 @@ def test_relative_direction_rejects_too_close_objects_under_revsi():
 
 def test_route_planning_hand_worked():
     # desk (0, 0) -> bookshelf (0, 3) heads +y; bookshelf -> cabinet (-3, 3) heads -x: a 90° left turn.
-    df = _questions([("desk", 0, 0), ("bookshelf", 0, 3), ("cabinet", -3, 3)])
+    # One turn gives three possible answers, so only the vsibench profile asks it (revsi needs four options).
+    assert _questions([("desk", 0, 0), ("bookshelf", 0, 3), ("cabinet", -3, 3)]).filter(
+        pl.col("question_type") == "route_planning").is_empty()
+    df = _questions([("desk", 0, 0), ("bookshelf", 0, 3), ("cabinet", -3, 3)], profile="vsibench")
     left = ("You are a robot beginning at the desk and facing the bookshelf. You want to navigate to the cabinet. "
             "You will perform the following actions (Note: for each [please fill in], choose either 'turn back,' "
             "'turn left,' or 'turn right.'): 1. Go forward until the bookshelf 2. [please fill in] "
@@ -87,6 +90,18 @@ def test_route_planning_hand_worked():
         assert _answer(df, right) == "Turn Right"
     row = routes.row(0, named=True)
     assert len(row["options"]) == 3  # one turn: the truth and both other turns
+
+
+def test_revsi_route_with_two_turns_has_four_options():
+    # desk -> bookshelf (+y), left to the cabinet (-x), left again to the chair (-y).
+    df = _questions([("desk", 0, 0), ("bookshelf", 0, 3), ("cabinet", -3, 3), ("chair", -3, 0)])
+    routes = df.filter(pl.col("question_type") == "route_planning")
+    assert routes.height > 0
+    for row in routes.iter_rows(named=True):
+        assert len(set(row["options"])) == 4 and row["question"].count("[please fill in]") >= 2
+    start = ("You are a robot beginning at the desk and facing the bookshelf. You want to navigate to the chair.")
+    ours = [q for q in routes["question"].to_list() if q.startswith(start)]
+    assert ours and _answer(df, ours[0]) == "Turn Left, Turn Left"
 
 
 def test_no_questions_at_a_budget_without_video():

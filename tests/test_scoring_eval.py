@@ -201,3 +201,22 @@ def test_lmms_eval_sample_logs_are_read_as_predictions(tmp_path):
     ]
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     assert load_predictions(path) == {"q1": "B. table", "q2": "3", "q3": ""}
+
+
+def test_eval_out_prints_a_summary_and_writes_the_full_report(tmp_path, capsys):
+    release = write_release(tmp_path / "rel", revsi_rows(60, 2), videos=False)
+    preds = tmp_path / "freq.jsonl"
+    assert main(["baseline", "--kind", "frequency", "--release", str(release), "--out", str(preds)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "scores"
+    assert main(["eval", "--release", str(release), "--predictions", str(preds), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert 1 < len(lines) <= 5 and lines[0].startswith("overall ") and "|" not in captured.out
+    assert "scores.md" in captured.err
+    assert "| object_counting |" in (out / "scores.md").read_text()
+
+
+def test_help_is_plain_text(capsys):
+    assert main(["--help"]) == 0
+    assert "`" not in capsys.readouterr().out

@@ -67,7 +67,7 @@ def _record(row: dict, budget: str) -> dict:
     }
 
 
-def _export_dummies(release: Release, out: Path, profile: str, link: bool) -> list[tuple[str, Path, int]]:
+def _export_dummies(release: Release, out: Path, profile: str, link: bool) -> list[tuple[str, Path, int, list[str]]]:
     qa = release.qa.filter(
         (pl.col("profile") == profile) & (pl.col("video_kind").fill_null("real") != "real")
     ).sort(["video_kind", "budget", "scene_id", "question_type", "id"])
@@ -82,7 +82,7 @@ def _export_dummies(release: Release, out: Path, profile: str, link: bool) -> li
             records.append({**_record(row, budget), "video": relative})
         parquet = out / name / PARQUET_NAME
         write_parquet(pa.Table.from_pylist(records, schema=DUMMY_SCHEMA), parquet)
-        written.append((name, parquet, len(records)))
+        written.append((name, parquet, len(records), sorted(set(part["question_type"].to_list()))))
     return written
 
 
@@ -106,7 +106,7 @@ def export_revsi(release: Release, out: Path, profile: str = "revsi", link: bool
         card_configs.append((name, f"{name}/{PARQUET_NAME}", len(records)))
         task_configs.append((name, parquet))
     dummies = _export_dummies(release, out, profile, link)
-    for name, parquet, n in dummies:
+    for name, parquet, n, _ in dummies:
         counts[name] = n
         card_configs.append((name, f"{name}/{PARQUET_NAME}", n))
     write_text(
@@ -119,9 +119,17 @@ def export_revsi(release: Release, out: Path, profile: str = "revsi", link: bool
             "`<N>_frame/<scene_id>.mp4`. Evaluate with lmms-eval: "
             "`--include_path lmms_eval_task --tasks scan2qa_revsi` (or the built-in `revsi` task with this folder "
             "as its cache directory). Configs `16_frame_<kind>` hold the dummy-video probes (query-dropped, "
-            "first-frame-repeated and black videos; `--tasks scan2qa_revsi_dummy`) and add a `video` field.",
-            config_schemas={name: DUMMY_SCHEMA for name, _, _ in dummies},
+            "first-frame-repeated and black videos; `--tasks scan2qa_revsi_dummy`, scored as ReVSI Tables 5-6: "
+            "`object_counting_exact_match`, 0 being the only right count, and on black videos "
+            "`object_size_estimation_mra`, lower is better) and add a `video` field. The task folder finds every "
+            "file relative to itself (or under `$SCAN2QA_EXPORT_ROOT`), so the export can be moved.",
+            config_schemas={name: DUMMY_SCHEMA for name, *_ in dummies},
         ),
     )
-    write_task_folder(out, task_configs, [(name, parquet) for name, parquet, _ in dummies])
+    write_task_folder(
+        out,
+        task_configs,
+        [(name, parquet) for name, parquet, _, _ in dummies],
+        dummy_types={name: types for name, _, _, types in dummies},
+    )
     return counts

@@ -152,7 +152,7 @@ class ScanQuestions:
         rows = []
         for t in visible_targets:
             name = _pick(T.PRESENCE_QUESTIONS, self.key, "tpv", t["label"])
-            question = T.PRESENCE_QUESTIONS[name].format(target=t["label"])
+            question = T.PRESENCE_QUESTIONS[name].format(a_target=T.with_article(t["label"]))
             geometry = {"present": True, "target_id": t["object_id"]}
             rows.append(self._row("presence", name, question, "Yes", [t["object_id"]], geometry=geometry))
         absent = absent_labels(self.labels.values())
@@ -165,7 +165,7 @@ class ScanQuestions:
         for idx in sorted(int(i) for i in chosen):
             label = absent[idx]
             name = _pick(T.PRESENCE_QUESTIONS, self.key, "tpv", label)
-            question = T.PRESENCE_QUESTIONS[name].format(target=label)
+            question = T.PRESENCE_QUESTIONS[name].format(a_target=T.with_article(label))
             rows.append(self._row("presence", name, question, "No", [], geometry={"present": False}))
         return rows
 

@@ -9,11 +9,26 @@ from __future__ import annotations
 
 QUESTION_TYPES: tuple[str, ...] = ("presence", "reference_mcq", "free_form_localization", "structured_localization")
 
+# "{a_target}" is the label with its indefinite article ("a chair", "an alarm clock"): ``with_article``.
 PRESENCE_QUESTIONS: dict[str, str] = {
-    "tpv_1": "Is there a {target} in the video?",
-    "tpv_2": "Does a {target} appear anywhere in this video?",
-    "tpv_3": "Can you find a {target} in the scene shown in the video?",
+    "tpv_1": "Is there {a_target} in the video?",
+    "tpv_2": "Does {a_target} appear anywhere in this video?",
+    "tpv_3": "Can you find {a_target} in the scene shown in the video?",
 }
+
+# Vowel letters that sound like a consonant, and silent h: the exceptions to "an before a vowel letter".
+_A_BEFORE = ("one", "once", "uni", "use", "usu", "usb", "ute", "eu", "ewe", "ure")
+_AN_BEFORE = ("hour", "honest", "honor", "honour", "heir")
+
+
+def with_article(noun: str) -> str:
+    """The noun with "a" or "an" by its first sound (ReVSI's templates avoid articles by saying "the")."""
+    word = noun.strip().lower()
+    if word.startswith(_AN_BEFORE):
+        return f"an {noun}"
+    if word[:1] in "aeiou" and not word.startswith(_A_BEFORE):
+        return f"an {noun}"
+    return f"a {noun}"
 
 REFERENCE_QUESTIONS: dict[str, str] = {
     "nri_1": "Which of the following objects is closest to the {target}, not counting the surface it is placed on?",

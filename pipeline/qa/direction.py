@@ -2,7 +2,9 @@
 
 A, B and C are categories with one instance each in the scene, all visible.
 The angle and its bin come from ``pipeline.geometry.direction``; this module
-only chooses the triples (footprint and separation thresholds of the profile)
+only chooses the triples (size and separation thresholds of the profile:
+closest-point distance in 3D and, with ``min_footprint_distance_m``, between
+the boxes' floor-plane footprints, as the released ReVSI generator requires)
 and words the question. Large scans have ~n³ triples, so they are visited in
 an order seeded by (seed, scan, budget, type) and the search stops after the
 profile's ``candidates_per_scene`` valid questions. Options are the bin
@@ -14,6 +16,7 @@ from __future__ import annotations
 import itertools
 
 from pipeline.geometry.direction import MODES, direction_answer
+from pipeline.geometry.footprint import box_footprint
 from pipeline.qa.context import BudgetContext
 from pipeline.qa.ground_truth import Question
 from pipeline.qa.profiles import TaskRule
@@ -37,30 +40,45 @@ def rel_direction(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
     max_corners = 8 if max_corners is None else int(max_corners)
     labels = list(MODES[mode].labels)
 
+    min_footprint = p.get("min_footprint_distance_m")
     objects = [
         inst
         for inst in ctx.unique_visible()
         if not rule.excludes(inst.category) and (max_xy is None or float(max(inst.box.xy_extent)) <= float(max_xy))
     ]
+    footprints = {inst.object_id: box_footprint(inst.box) for inst in objects} if min_footprint is not None else {}
     # Triples are visited in a seeded order and the search stops after `candidates_per_scene` valid questions:
-    # a large scan has ~n³ triples and the dataset-wide step keeps only a few per scene anyway.
+    # a large scan has ~n³ triples and the dataset-wide step keeps only a few per scene anyway. With
+    # `per_class_candidates` a class that has that many stops taking more, so rare answers ("back") are
+    # still looked for after the common ones are full (the answer-distribution control needs them).
     limit = int(p.get("candidates_per_scene", 60))
+    per_class = p.get("per_class_candidates")
+    per_class = None if per_class is None else int(per_class)
+    taken = {label: 0 for label in labels}
     triples = list(itertools.permutations(objects, 3))
     order = rng(ctx.seed, "rel_direction", ctx.key, ctx.budget, rule.question_type).permutation(len(triples))
     questions = []
     for index in order:
-        if len(questions) >= limit:
+        if len(questions) >= limit or (per_class is not None and min(taken.values()) >= per_class):
             break
         a, b, c = triples[int(index)]
         pairs = [ctx.distance(a, b), ctx.distance(a, c), ctx.distance(b, c)]
         if min(pairs) < min_pair or (max_pair is not None and max(pairs) > float(max_pair)):
             continue
+        if footprints:
+            # The released generator measures the 1.5 m in the floor plane too, not only in 3D.
+            floor = [footprints[x.object_id].distance(footprints[y.object_id]) for x, y in ((a, b), (a, c), (b, c))]
+            if min(floor) < float(min_footprint):
+                continue
         result = direction_answer(
             a.box, b.box, c.box, backward, mode, margin_deg=margin, max_corner_outliers=max_corners
         )
         if result is None:
             continue
         label, info = result
+        if per_class is not None and taken[label] >= per_class:
+            continue
+        taken[label] += 1
         questions.append(
             Question(
                 question_type=rule.question_type,
@@ -75,6 +93,7 @@ def rel_direction(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
                     "backward": backward,
                     "mode": mode,
                     "pair_distances_m": [_r(x) for x in pairs],
+                    **({"footprint_distances_m": [_r(x) for x in floor]} if footprints else {}),
                 },
                 answer_text=label,
                 options=labels,

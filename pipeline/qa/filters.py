@@ -23,6 +23,7 @@ import json
 import numpy as np
 import polars as pl
 
+from pipeline.qa.distribution import row_classes
 from pipeline.qa.ids import unit_draws
 from pipeline.qa.profiles import Profile, TaskRule
 
@@ -90,8 +91,13 @@ def apply_keep_rules(qa: pl.DataFrame, profile: Profile, seed: int) -> pl.DataFr
 
 
 def apply_caps(qa: pl.DataFrame, profile: Profile, seed: int) -> pl.DataFrame:
-    """At most ``cap_per_scene`` real questions per scan, budget and type: the lowest draws (then ids) win."""
-    real = qa.filter(_is_real()).select("id", "key", "budget", "question_type")
+    """At most ``cap_per_scene`` real questions per scan, budget and type: the lowest draws (then ids) win.
+
+    For a type with an answer-distribution rule (``balance``) a scan's questions
+    are taken one per answer class in turn (each class in draw order), so the
+    scan's rarer answers survive the cap; other types are ranked by draw alone.
+    """
+    real = qa.filter(_is_real()).select("id", "key", "budget", "question_type", "options", "geometry", "answer_value")
     if real.is_empty():
         return qa
     caps = {t: profile.task(t).cap_per_scene for t in real["question_type"].unique(maintain_order=True).to_list()}
@@ -101,8 +107,13 @@ def apply_caps(qa: pl.DataFrame, profile: Profile, seed: int) -> pl.DataFrame:
         pl.col("_cap").is_not_null() & (pl.len().over(group) > pl.col("_cap"))
     )
     ranked = (
-        over.with_columns(pl.Series("_draw", unit_draws(seed, "cap", over["id"].to_list()), dtype=pl.Float64))
+        over.with_columns(
+            pl.Series("_draw", unit_draws(seed, "cap", over["id"].to_list()), dtype=pl.Float64),
+            row_classes(over, profile),
+        )
         .sort([*group, "_draw", "id"], maintain_order=True)
+        .with_columns(pl.int_range(pl.len()).over([*group, "_class"]).alias("_class_rank"))
+        .sort([*group, "_class_rank", "_draw", "id"], maintain_order=True)
         .with_columns(pl.int_range(pl.len()).over(group).alias("_rank"))
     )
     dropped = ranked.filter(pl.col("_rank") >= pl.col("_cap"))["id"]

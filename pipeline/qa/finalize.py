@@ -1,7 +1,8 @@
 """The dataset-wide ``qa`` step: from all scans' candidates to the released question table.
 
 Order matters and is fixed: exclusions and subsampling (``filters``), then
-per-scene caps, then dummy-video questions follow their real counterparts, then
+per-scene caps, then the answer-distribution control (``distribution``), then
+dummy-video questions follow their real counterparts, then
 letter balancing across the whole benchmark, then a stable sort. Everything is
 a function of (seed, question id), so the same seed gives byte-identical
 tables and a different seed changes only which questions are kept and the
@@ -24,6 +25,7 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.qa.balance import balance_letters
+from pipeline.qa.distribution import control_distribution
 from pipeline.qa.filters import apply_caps, apply_keep_rules, follow_real_questions
 from pipeline.qa.profiles import Profile, load_profile
 from pipeline.table_scan import TableParts
@@ -43,21 +45,37 @@ def _per_scan_steps(candidates: pl.DataFrame, prof: Profile, seed: int) -> pl.Da
     return apply_caps(qa, prof, seed)
 
 
-def _benchmark_steps(qa: pl.DataFrame, prof: Profile, seed: int) -> pl.DataFrame:
+def _benchmark_steps(
+    qa: pl.DataFrame, prof: Profile, seed: int, drops: list[pl.DataFrame] | None = None
+) -> pl.DataFrame:
+    qa, dropped = control_distribution(qa, prof, seed)
+    if drops is not None:
+        drops.append(dropped)
     qa = follow_real_questions(qa)
     qa = balance_letters(qa, seed=seed, letters=prof.letters)
     return schemas.conform("qa", qa.sort(SORT_COLUMNS))
 
 
-def finalize_qa(candidates: pl.DataFrame, *, profile: str | Profile, seed: int) -> pl.DataFrame:
+def finalize_qa(
+    candidates: pl.DataFrame, *, profile: str | Profile, seed: int, drops: list[pl.DataFrame] | None = None
+) -> pl.DataFrame:
+    """The released ``qa`` rows of one profile; ``drops`` (a list) receives the distribution control's record."""
     prof = _profile(profile)
-    return _benchmark_steps(_per_scan_steps(candidates, prof, seed), prof, seed)
+    return _benchmark_steps(_per_scan_steps(candidates, prof, seed), prof, seed, drops)
 
 
 def finalize_qa_parts(
-    parts: TableParts, *, profiles: Sequence[str | Profile], seed: int, files_per_batch: int = FILES_PER_BATCH
+    parts: TableParts,
+    *,
+    profiles: Sequence[str | Profile],
+    seed: int,
+    files_per_batch: int = FILES_PER_BATCH,
+    drops: list[pl.DataFrame] | None = None,
 ) -> list[pl.DataFrame]:
-    """``finalize_qa`` of each profile over a per-scan candidates table read in batches of whole files."""
+    """``finalize_qa`` of each profile over a per-scan candidates table read in batches of whole files.
+
+    ``drops``, when a list, receives one ``qa_distribution_drops`` frame per profile.
+    """
     profs = [_profile(p) for p in profiles]
     if not profs:
         return []
@@ -67,7 +85,7 @@ def finalize_qa_parts(
     for index, batch in enumerate(parts.batches(files_per_batch)):
         keys = set(batch["key"].unique().to_list())
         if keys & seen_keys:  # a scan split across batches: its caps need all of it at once
-            return _whole(parts, profs, seed)
+            return _whole(parts, profs, seed, drops)
         seen_keys |= keys
         id_hashes.append(batch.select(pl.struct("profile", "id").hash().unique().alias("h")))
         for prof in profs:
@@ -77,13 +95,13 @@ def finalize_qa_parts(
         del batch
     if id_hashes and pl.concat(id_hashes)["h"].is_duplicated().any():
         # An id in two batches (or a hash collision): the first occurrence must win across batches.
-        return _whole(parts, profs, seed)
+        return _whole(parts, profs, seed, drops)
     return [
-        _benchmark_steps(pl.concat(survivors[p.name]) if survivors[p.name] else schemas.empty("qa"), p, seed)
+        _benchmark_steps(pl.concat(survivors[p.name]) if survivors[p.name] else schemas.empty("qa"), p, seed, drops)
         for p in profs
     ]
 
 
-def _whole(parts: TableParts, profs: list[Profile], seed: int) -> list[pl.DataFrame]:
+def _whole(parts: TableParts, profs: list[Profile], seed: int, drops: list | None) -> list[pl.DataFrame]:
     candidates = parts.read()
-    return [finalize_qa(candidates, profile=p, seed=seed) for p in profs]
+    return [finalize_qa(candidates, profile=p, seed=seed, drops=drops) for p in profs]

@@ -95,8 +95,16 @@ def candidates_from_annotations(
 
 
 def generate_from_annotations(
-    path: str | Path, profile: str | Profile, seed: int = 0, skipped: list[str] | None = None
+    path: str | Path,
+    profile: str | Profile,
+    seed: int = 0,
+    skipped: list[str] | None = None,
+    drops: list[pl.DataFrame] | None = None,
 ) -> pl.DataFrame:
-    """The finalized ``qa`` table of every scene in an annotation file or folder (bad files of a folder in ``skipped``)."""
+    """The finalized ``qa`` table of every scene in an annotation file or folder.
+
+    Bad files of a folder are listed in ``skipped``; ``drops`` collects what the answer-distribution control
+    dropped (see ``finalize_qa``).
+    """
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
-    return finalize_qa(candidates_from_annotations(path, prof, seed, skipped), profile=prof, seed=seed)
+    return finalize_qa(candidates_from_annotations(path, prof, seed, skipped), profile=prof, seed=seed, drops=drops)

@@ -11,7 +11,10 @@ import argparse
 import time
 from pathlib import Path
 
-from pipeline import storage
+import polars as pl
+
+from pipeline import schemas, storage
+from pipeline.qa.distribution import drops_path
 from pipeline.qa.from_annotations import generate_from_annotations
 
 
@@ -25,13 +28,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     skipped: list[str] = []
-    qa = generate_from_annotations(args.annotations, args.profile, seed=args.seed, skipped=skipped)
+    drops: list = []
+    qa = generate_from_annotations(args.annotations, args.profile, seed=args.seed, skipped=skipped, drops=drops)
     for line in skipped:
         print(f"skipped: {line}")
     out = Path(args.out)
     storage.write_table(storage.upath(out), "qa", qa)
+    record = pl.concat(drops) if drops else schemas.empty("qa_distribution_drops")
+    storage.write_table(storage.upath(drops_path(out)), "qa_distribution_drops", record)
     scenes = qa["key"].n_unique() if qa.height else 0
     print(f"{qa.height} questions over {scenes} scenes ({args.profile}) -> {out} ({time.perf_counter() - started:.1f} s)")
-    for row in qa.group_by("question_type").len().sort("question_type").iter_rows(named=True):
-        print(f"  {row['question_type']}: {row['len']}")
+    dropped = dict(record.group_by("question_type").len().iter_rows()) if record.height else {}
+    for row in qa.filter(pl.col("video_kind") == "real").group_by("question_type").len().sort("question_type").iter_rows(named=True):
+        lost = dropped.get(row["question_type"], 0)
+        note = f" (answer-distribution control dropped {lost})" if lost else ""
+        print(f"  {row['question_type']}: {row['len']}{note}")
+    print(f"distribution record -> {drops_path(out)}")
     return 0

@@ -25,7 +25,7 @@ KNOWN_FAMILIES = frozenset(
     {"counting_single", "counting_multiple", "object_size", "room_size", "abs_distance"} | MCQ_FAMILIES
 )
 _TASK_KEYS = frozenset(
-    {"family", "template", "exclude", "skip_budgets", "keep", "cap_per_scene", "max_candidates", "params"}
+    {"family", "template", "exclude", "skip_budgets", "keep", "cap_per_scene", "max_candidates", "params", "balance"}
 )
 
 
@@ -43,6 +43,7 @@ class TaskRule:
     cap_per_scene: int | None = None
     max_candidates: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    balance: dict[str, Any] = field(default_factory=dict)  # answer-distribution control (pipeline/qa/distribution.py)
 
     @property
     def is_mcq(self) -> bool:
@@ -90,7 +91,25 @@ def _task(name: str, question_type: str, spec: Any) -> TaskRule:
         cap_per_scene=spec.get("cap_per_scene"),
         max_candidates=spec.get("max_candidates"),
         params=dict(spec.get("params") or {}),
+        balance=_balance(where, spec.get("balance")),
     )
+
+
+_BALANCE_KEYS = frozenset({"bin_width", "max_share", "max_frequency", "ceiling_on"})
+
+
+def _balance(where: str, spec: Any) -> dict[str, Any]:
+    if not spec:
+        return {}
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where}: balance must be a mapping")
+    unknown = sorted(set(spec) - _BALANCE_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown balance keys {unknown}; known: {sorted(_BALANCE_KEYS)}")
+    for key in ("max_share", "max_frequency"):
+        if key in spec and not 0.0 < float(spec[key]) <= 1.0:
+            raise ConfigError(f"{where}: balance.{key} must be in (0, 1]")
+    return dict(spec)
 
 
 @functools.lru_cache(maxsize=16)

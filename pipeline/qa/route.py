@@ -5,7 +5,10 @@ the scan, so that objects the budget never shows still block a leg and a
 category with two instances is never "unique"; routes that name an object the
 budget does not show are dropped (SPEC §3). Scans without a room polygon (e.g.
 VSI-Bench meta-info, which only has the area) skip the room test. Options are
-the true turn sequence and distinct other sequences of the same length.
+the true turn sequence and distinct other sequences of the same length; with
+``require_option_count`` a route with fewer sequences than ``option_count``
+(one turn: three) is dropped, so every question has all its options (ReVSI
+asks with four: profile revsi plans routes with two or three turns).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ def route_planning(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
     )
     words = p["turn_words"]
     n_options = int(p.get("option_count", 4))
+    full_options = bool(p.get("require_option_count", False))
     questions = []
     for route in routes:
         if not set(route.used_obj_ids) <= visible_ids or _excluded(rule, labels, route.used_obj_ids):
@@ -69,6 +73,8 @@ def route_planning(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
         visit = [labels[i] for i in (*route.waypoint_ids, route.goal_id)]
         truth = list(route.turns)
         others = [list(s) for s in itertools.product(TURNS, repeat=len(truth)) if list(s) != truth]
+        if full_options and len(others) < n_options - 1:
+            continue  # a one-turn route has only three answers; the benchmark asks with four options
         opt_rng = rng(ctx.seed, "route_options", ctx.key, ctx.budget, *route.used_obj_ids)
         picks = sorted(int(i) for i in opt_rng.choice(len(others), size=min(n_options - 1, len(others)), replace=False))
         option_texts = [", ".join(words[t] for t in seq) for seq in [truth] + [others[i] for i in picks]]

@@ -1,14 +1,25 @@
 """``scan2qa stats``: question counts, answer distributions and baselines per type and budget.
 
+Works on any ``qa`` table: ReVSI/VSI-Bench rows and PinpointQA rows alike. Each
+type is described by how its answers are read (``metrics.answer_kind``):
+numbers get a value table or histogram, multiple choice its letters and correct
+texts, yes/no its two counts, and free text (FSD) or JSON (SSP) answers only
+their count and distinct count: they are never converted to numbers.
+
 Baselines use the definitions of ``pipeline.scoring.metrics`` (SPEC §6) so that
 stats and eval report the same numbers: random chance (MCQ: mean of
 1/#options; NQ: expected MRA of a uniform guess over the type's answer range)
-and the frequency baseline (always the most frequent ground truth of the
-type: for NQ the mode scored with MRA, for MCQ the most frequent letter). As
-letters are balanced, the MCQ frequency baseline by letter sits near chance;
-the share of the most frequent correct option *text* (e.g. always "left") is
-reported beside it as ``text_mode_share`` because that is the bias letter
-balancing cannot remove.
+and the frequency baseline. For multiple choice two frequency baselines are
+shown: by letter (``freq``, what ``scan2qa eval`` reports, near chance because
+letters are balanced) and by content (``content``: always answering the most
+frequent correct option text, e.g. "left"; SPEC §6's definition and the bias
+letter balancing cannot remove). For numbers both are the mode scored with
+MRA, and ``best`` is the best score of any one answer (the prior a model can
+learn; never below the mode's).
+
+When the answer-distribution control's record (``<qa stem>_distribution_drops.parquet``
+beside the table, see ``pipeline.qa.distribution``) exists, every type also shows
+how many questions the control dropped and the content baseline before it.
 """
 
 from __future__ import annotations
@@ -16,11 +27,14 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from pipeline.scoring.metrics import chance_score, frequency_baseline, mean_or_none, task_of
+from pipeline.qa.distribution import best_constant_score, content_frequency, drops_path
+from pipeline.scoring.metrics import answer_kind, chance_score, frequency_baseline, mean_or_none, task_of
+from pipeline.scoring.parsing import finite_float
 from pipeline.storage import read_table, upath
 
 GROUP = ("profile", "budget", "video_kind", "question_type")
@@ -29,6 +43,8 @@ _HISTOGRAM_BINS = 10
 
 
 def _numeric_distribution(values: list[float]) -> dict:
+    if not values:
+        return {"values": {}}
     distinct = sorted(set(values))
     if len(distinct) <= _MAX_DISTINCT_VALUES:
         counts = Counter(values)
@@ -59,8 +75,8 @@ def _correct_text(options: list[str], letter: str) -> str:
 def _max_letter_deviation(letters: Counter, option_counts: list[int]) -> float:
     """Largest gap (percentage points) between a letter's share and its uniform share.
 
-    With mixed option counts (1-turn routes have 3 options, longer ones 4) the
-    uniform share of letter k is the mean over questions of 1/n where k < n.
+    With mixed option counts the uniform share of letter k is the mean over
+    questions of 1/n where k < n.
     """
     total = len(option_counts)
     worst = 0.0
@@ -70,41 +86,76 @@ def _max_letter_deviation(letters: Counter, option_counts: list[int]) -> float:
     return round(100.0 * worst, 2)
 
 
-def compute_stats(qa: pl.DataFrame) -> dict:
-    """Everything ``scan2qa stats`` prints, as one JSON-able object."""
+def _kind(question_type: str, options: list) -> str:
+    return answer_kind(question_type, next((o for o in options if len(o)), None))
+
+
+def _drops_by_group(drops: pl.DataFrame | None) -> dict[tuple, list[str]]:
+    if drops is None or drops.is_empty():
+        return {}
+    out: dict[tuple, list[str]] = {}
+    for row in drops.sort("id").iter_rows(named=True):
+        out.setdefault(tuple(row[c] for c in GROUP), []).append(row["answer"])
+    return out
+
+
+def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None) -> dict:
+    """Everything ``scan2qa stats`` prints, as one JSON-able object; ``drops``: the distribution record."""
+    qa = qa.with_columns(pl.col("video_kind").fill_null("real"))
     frequency = {
         tuple(r[c] for c in GROUP): r for r in frequency_baseline(qa, by=GROUP).iter_rows(named=True)
     } if qa.height else {}
+    dropped = _drops_by_group(drops)
     groups = []
     for group_key, group in qa.sort(list(GROUP) + ["id"]).group_by(list(GROUP), maintain_order=True):
         values = dict(zip(GROUP, group_key))
+        question_type = values["question_type"]
         ground_truths = group["ground_truth"].to_list()
-        options = group["options"].to_list()
-        mcq = any(len(o) for o in options)
-        entry = {**values, "questions": group.height, "kind": "mcq" if mcq else "nq"}
-        if mcq:
+        options = [list(o or []) for o in group["options"].to_list()]
+        kind = _kind(question_type, options)
+        entry = {**values, "questions": group.height, "kind": kind}
+        contents = ground_truths
+        if kind == "mcq":
             letters = Counter(ground_truths)
-            texts = Counter(_correct_text(o, g) for o, g in zip(options, ground_truths))
+            contents = [_correct_text(o, g) for o, g in zip(options, ground_truths)]
+            texts = Counter(contents)
             top_text, top_count = min(texts.items(), key=lambda kv: (-kv[1], kv[0]))
             entry["letters"] = {k: letters[k] for k in sorted(letters)}
             entry["max_letter_deviation_points"] = _max_letter_deviation(letters, [len(o) for o in options])
             entry["text_mode"] = top_text
             entry["text_mode_share"] = round(top_count / group.height, 4)
-        else:
-            numbers = [float(g) for g in ground_truths]
+        elif kind == "nq":
+            numbers = [v for v in (finite_float(g) for g in ground_truths) if v is not None]
             entry["answers"] = _numeric_distribution(numbers)
+            entry["best_constant_baseline"] = best_constant_score(numbers)
+        elif kind == "yesno":
+            entry["answers"] = {"values": dict(sorted(Counter(ground_truths).items()))}
+        else:  # free text (fsd) and JSON (ssp): described, never read as numbers
+            entry["answers"] = {"distinct": len(set(ground_truths)), "format": "json" if kind == "ssp" else "text"}
         freq = frequency.get(tuple(values[c] for c in GROUP))
-        entry["random_baseline"] = chance_score(values["question_type"], ground_truths, options)
+        entry["random_baseline"] = chance_score(question_type, ground_truths, options)
         entry["frequency_answer"] = freq["answer"] if freq else None
         entry["frequency_baseline"] = freq["score"] if freq else None
+        if kind in ("mcq", "nq"):
+            entry["content_frequency_baseline"] = content_frequency(question_type, contents, kind == "mcq")
+            lost = dropped.get(tuple(values[c] for c in GROUP), [])
+            entry["distribution_dropped"] = len(lost)
+            entry["content_frequency_before_control"] = (
+                content_frequency(question_type, contents + lost, kind == "mcq") if lost else entry["content_frequency_baseline"]
+            )
+        else:
+            entry["content_frequency_baseline"] = entry["frequency_baseline"]
         groups.append(entry)
-    tasks: dict[tuple, dict[str, list]] = {}
+    tasks: dict[tuple, dict] = {}
     for entry in groups:
         k = (entry["profile"], entry["budget"], entry["video_kind"], task_of(entry["question_type"]))
-        t = tasks.setdefault(k, {"random": [], "frequency": [], "questions": 0})
+        t = tasks.setdefault(k, {"random": [], "frequency": [], "content": [], "before": [], "questions": 0, "dropped": 0})
         t["random"].append(entry["random_baseline"])
         t["frequency"].append(entry["frequency_baseline"])
+        t["content"].append(entry["content_frequency_baseline"])
+        t["before"].append(entry.get("content_frequency_before_control", entry["content_frequency_baseline"]))
         t["questions"] += entry["questions"]
+        t["dropped"] += entry.get("distribution_dropped", 0)
     task_rows = [
         {
             "profile": k[0],
@@ -112,23 +163,49 @@ def compute_stats(qa: pl.DataFrame) -> dict:
             "video_kind": k[2],
             "task": k[3],
             "questions": v["questions"],
+            "distribution_dropped": v["dropped"],
             "random_baseline": mean_or_none(v["random"]),
             "frequency_baseline": mean_or_none(v["frequency"]),
+            "content_frequency_baseline": mean_or_none(v["content"]),
+            "content_frequency_before_control": mean_or_none(v["before"]),
         }
         for k, v in sorted(tasks.items())
     ]
     return {"questions": qa.height, "types": groups, "tasks": task_rows}
 
 
+def baseline_rows(qa: pl.DataFrame, drops: pl.DataFrame | None = None) -> list[dict]:
+    """One row per (profile, budget, video kind, type) for a report's baseline table.
+
+    Keys: profile, budget, video_kind, question_type, questions, dropped (by the
+    distribution control), answer (the frequency answer), frequency (by letter
+    for choices), content (by option text), before (content baseline before the
+    control). Profiles are never merged: revsi and vsibench share type names.
+    """
+    return [
+        {
+            "profile": e["profile"], "budget": e["budget"], "video_kind": e["video_kind"],
+            "question_type": e["question_type"], "questions": e["questions"],
+            "dropped": e.get("distribution_dropped", 0), "answer": e["frequency_answer"],
+            "frequency": e["frequency_baseline"], "content": e["content_frequency_baseline"],
+            "before": e.get("content_frequency_before_control"),
+        }
+        for e in compute_stats(qa, drops)["types"]
+    ]
+
+
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100.0 * x:5.1f}"
+    return "    -" if x is None else f"{100.0 * x:5.1f}"
 
 
 def _distribution_text(entry: dict) -> str:
-    if entry["kind"] == "mcq":
+    kind = entry["kind"]
+    if kind == "mcq":
         letters = " ".join(f"{k}:{v}" for k, v in entry["letters"].items())
         return f"{letters}  top text {entry['text_mode']!r} {100 * entry['text_mode_share']:.0f}%"
     answers = entry["answers"]
+    if kind in ("fsd", "ssp"):
+        return f"{answers['format']} answers, {answers['distinct']} distinct"
     if "values" in answers:
         return " ".join(f"{k}:{v}" for k, v in answers["values"].items())
     bins = " ".join(str(b["count"]) for b in answers["histogram"])
@@ -137,20 +214,43 @@ def _distribution_text(entry: dict) -> str:
 
 def format_text(stats: dict) -> str:
     lines = [f"{stats['questions']} questions", ""]
-    header = f"{'profile':9} {'budget':6} {'video':11} {'question_type':36} {'n':>6} {'rand':>5} {'freq':>5}  answers"
+    header = (
+        f"{'profile':10} {'budget':6} {'video':11} {'question_type':36} {'n':>6} {'drop':>5} {'rand':>5} {'freq':>5} "
+        f"{'content':>7} {'before':>6} {'best':>5}  answers"
+    )
     lines += [header, "-" * len(header)]
     for e in stats["types"]:
         lines.append(
-            f"{e['profile']:9} {e['budget']:6} {e['video_kind']:11} {e['question_type']:36} {e['questions']:6d} "
-            f"{_pct(e['random_baseline'])} {_pct(e['frequency_baseline'])}  {_distribution_text(e)}"
+            f"{e['profile']:10} {e['budget']:6} {e['video_kind']:11} {e['question_type']:36} {e['questions']:6d} "
+            f"{e.get('distribution_dropped', 0):5d} {_pct(e['random_baseline'])} {_pct(e['frequency_baseline'])} "
+            f"  {_pct(e['content_frequency_baseline'])} {_pct(e.get('content_frequency_before_control'))} "
+            f"{_pct(e.get('best_constant_baseline'))}  {_distribution_text(e)}"
         )
-    lines += ["", f"{'profile':9} {'budget':6} {'video':11} {'task':36} {'n':>6} {'rand':>5} {'freq':>5}"]
+    lines += [
+        "",
+        f"{'profile':10} {'budget':6} {'video':11} {'task':36} {'n':>6} {'drop':>5} {'rand':>5} {'freq':>5} "
+        f"{'content':>7} {'before':>6}",
+    ]
     for t in stats["tasks"]:
         lines.append(
-            f"{t['profile']:9} {t['budget']:6} {t['video_kind']:11} {t['task']:36} {t['questions']:6d} "
-            f"{_pct(t['random_baseline'])} {_pct(t['frequency_baseline'])}"
+            f"{t['profile']:10} {t['budget']:6} {t['video_kind']:11} {t['task']:36} {t['questions']:6d} "
+            f"{t['distribution_dropped']:5d} {_pct(t['random_baseline'])} {_pct(t['frequency_baseline'])} "
+            f"  {_pct(t['content_frequency_baseline'])} {_pct(t['content_frequency_before_control'])}"
         )
+    lines += [
+        "",
+        "n: questions kept; drop: dropped by the answer-distribution control; rand: random chance; "
+        "freq: frequency baseline (choices: most frequent letter); content: most frequent answer content "
+        "(choices: option text; numbers: the mode, MRA); before: content baseline before the control; "
+        "best: best score of any one numeric answer.",
+    ]
     return "\n".join(lines)
+
+
+def load_drops(qa_path: str | Path) -> pl.DataFrame | None:
+    """The distribution record beside a local qa table, if there is one."""
+    path = drops_path(qa_path)
+    return read_table(upath(str(path)), "qa_distribution_drops") if path.exists() else None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -161,14 +261,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.qa:
+        location = args.qa
         path = upath(args.qa)
     else:
         from pipeline.config import load_config
 
         config = load_config(args.config)
-        path = upath(f"{config.tables_root}/qa.parquet", config.storage_options)
+        location = f"{config.tables_root}/qa.parquet"
+        path = upath(location, config.storage_options)
     if not path.exists():
         raise FileNotFoundError(f"{path}: no qa table (build it first or pass --qa)")
-    stats = compute_stats(read_table(path, "qa"))
+    drops = load_drops(location) if "://" not in str(location) else None
+    stats = compute_stats(read_table(path, "qa"), drops)
     print(json.dumps(stats, indent=2, sort_keys=True) if args.json else format_text(stats))
     return 0

@@ -30,7 +30,7 @@ import polars as pl
 from pipeline import seeding
 from pipeline.scene.scan_notes import notes_html
 from pipeline.schemas import BUDGETS
-from pipeline.scoring.metrics import frequency_baseline
+from pipeline.qa.stats import baseline_rows
 
 VideoFile = Callable[[str], Path | None]  # video path relative to the output root -> local file, None if absent
 BOX_COLOURS = [(0, 200, 255), (80, 220, 0), (255, 120, 0), (200, 0, 255)]
@@ -317,15 +317,22 @@ def render_report(
             parts.append(bar_chart_svg(labels, values, f"{profile} · {t} ({group.height})"))
     parts.append("</div>")
 
-    # Frequency baselines.
-    fb = frequency_baseline(real, by=("budget", "question_type")) if real.height else pl.DataFrame()
-    parts.append("<h2>Frequency baselines</h2><p class=meta>Always answering the most frequent answer of a type; numeric types scored with MRA.</p>")
-    if fb.height:
+    # Frequency baselines: one row per profile (revsi and vsibench share type names), by letter and by content.
+    parts.append(
+        "<h2>Frequency baselines</h2><p class=meta>Always answering the most frequent answer of a type; numeric "
+        "types: the mode scored with MRA; choices: by letter and by content (option text). <em>dropped</em>: "
+        "questions the answer-distribution control removed; <em>before</em>: the content baseline before it.</p>"
+    )
+    if real.height:
+        rows = baseline_rows(real, tables.get("qa_distribution_drops"))
+        pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"  # noqa: E731
         parts.append(
             _table(
-                ["question type", "budget", "answer", "score", "questions"],
-                [[r["question_type"], r["budget"], _esc(r["answer"]), "n/a" if r["score"] is None else f"{100 * r['score']:.1f}%", r["questions"]] for r in fb.sort(["question_type", "budget"]).iter_rows(named=True)],
-                left=2,
+                ["profile", "question type", "budget", "answer", "by letter", "by content", "questions", "dropped", "before"],
+                [[r["profile"], r["question_type"], r["budget"], _esc(r["answer"]), pct(r["frequency"]), pct(r["content"]),
+                  r["questions"], r["dropped"], pct(r["before"])]
+                 for r in sorted(rows, key=lambda r: (r["profile"], r["question_type"], r["budget"]))],
+                left=3,
             )
         )
 

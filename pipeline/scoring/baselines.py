@@ -4,7 +4,10 @@ Kinds:
 - ``random``: a uniform option letter for choices, Yes/No at even odds for
   presence, and for numeric questions a uniform draw from the answer range of
   the question's type (integers when every answer of the type is an integer);
-  nothing for SSP/FSD, which have no chance level.
+  on a dummy video a numeric guess is one of the real-video answers of its
+  profile, budget and type drawn uniformly (counting: ReVSI scores 0 by exact
+  match, so a guess from the dummy group's own range, always 0, would be
+  perfect); nothing for SSP/FSD, which have no chance level.
 - ``frequency``: the most frequent ground truth of the question's type within
   its profile, budget and video kind (``metrics.frequency_baseline``), so the
   scored file reproduces the frequency baseline the evaluator reports.
@@ -43,10 +46,16 @@ def random_predictions(qa: pl.DataFrame, seed: int = 0) -> dict[str, str]:
     for key, group in qa.group_by(list(_GROUP)):
         if metrics.answer_kind(key[3]) == "nq":
             ranges[key] = metrics.numeric_answer_range(group["ground_truth"].to_list())
+    pools = metrics.real_answer_pools(qa)
     out = {}
     for row in qa.iter_rows(named=True):
         kind = metrics.answer_kind(row["question_type"], row["options"])
         gen = rng(seed, "baseline", "random", row["id"])
+        if kind == "nq" and row["video_kind"] != "real":
+            pool = metrics.pool_for(pools, row["profile"], row["budget"], row["question_type"])
+            if pool:  # a dummy video: guess like a model that knows the real answers but sees nothing
+                out[row["id"]] = pool[int(gen.integers(len(pool)))]
+                continue
         if kind == "mcq":
             letters = option_letters(row["options"])
             out[row["id"]] = letters[int(gen.integers(len(letters)))]

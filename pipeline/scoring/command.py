@@ -15,7 +15,7 @@ from pathlib import Path
 from pipeline.scoring.release import add_release_argument
 from pipeline.scoring.evaluate import evaluate_release
 from pipeline.scoring.judge import FsdJudge, JudgeSettings
-from pipeline.scoring.report import to_json, to_markdown, write_reports
+from pipeline.scoring.report import summary_lines, to_json, to_markdown, write_reports
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="harness",
         help="harness: lmms-eval's first-token rule (default); robust: also reads answer phrases, units, words",
     )
-    parser.add_argument("--out", help="write scores.json, scores.md and scores.html into this folder")
+    parser.add_argument(
+        "--out", help="write scores.json, scores.md and scores.html into this folder and print only a summary"
+    )
     parser.add_argument("--json", action="store_true", help="print the scores as one JSON object")
     parser.add_argument("--judge-url", help="OpenAI-compatible base URL for the FSD judge (env SCAN2QA_JUDGE_URL)")
     parser.add_argument("--judge-model", help="judge model name (env SCAN2QA_JUDGE_MODEL)")
@@ -51,12 +53,15 @@ def _judge(args: argparse.Namespace) -> FsdJudge | None:
 
 def run(args: argparse.Namespace) -> int:
     report = evaluate_release(args.release, args.predictions, args.mode, _judge(args))
-    if args.out:
-        paths = write_reports(report, args.out)
-        if not args.json:
-            print(f"wrote {', '.join(str(p) for p in paths.values())}", file=sys.stderr)
     if args.json:
+        if args.out:
+            write_reports(report, args.out)
         sys.stdout.write(json.dumps(json.loads(to_json(report)), sort_keys=True) + "\n")
+    elif args.out:
+        # The full report goes to the files; the terminal gets a summary, not hundreds of Markdown lines.
+        paths = write_reports(report, args.out)
+        sys.stdout.write("\n".join(summary_lines(report)) + "\n")
+        print(f"full report: {', '.join(str(p) for p in paths.values())}", file=sys.stderr)
     else:
         sys.stdout.write(to_markdown(report))
     return 0

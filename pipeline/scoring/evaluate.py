@@ -161,7 +161,9 @@ def group_name(profile: str, budget: str, video_kind: str) -> str:
     return name if video_kind == "real" else f"{name}/{video_kind}"
 
 
-def _type_entry(scored: pl.DataFrame, qa: pl.DataFrame, freq: Mapping[str, dict], fsd_scored: bool) -> dict:
+def _type_entry(
+    scored: pl.DataFrame, qa: pl.DataFrame, freq: Mapping[str, dict], fsd_scored: bool, pool: list[str] | None = None
+) -> dict:
     question_type = scored["question_type"][0]
     kind = scored["kind"][0]
     present = scored.filter(~pl.col("missing"))
@@ -173,6 +175,8 @@ def _type_entry(scored: pl.DataFrame, qa: pl.DataFrame, freq: Mapping[str, dict]
         not_judged = sum(v is None for v in values)
     truths = qa["ground_truth"].to_list()
     chance = metrics.chance_score(question_type, truths, qa["options"].to_list())
+    if pool and kind == "nq":
+        chance = metrics.pool_chance(question_type, truths, pool)  # dummy video: guesses drawn from the real answers
     if kind == "fsd" and not fsd_scored:
         chance = None
     return {
@@ -203,7 +207,10 @@ def _pinpoint_macro(scored: pl.DataFrame, tasks: list[str], fsd_scored: bool) ->
     return macro
 
 
-def summarize_group(scored: pl.DataFrame, qa: pl.DataFrame, fsd_scored: bool) -> dict:
+def summarize_group(
+    scored: pl.DataFrame, qa: pl.DataFrame, fsd_scored: bool, pools: Mapping[tuple[str, str, str], list[str]] | None = None
+) -> dict:
+    """One group's scores; ``pools`` (``metrics.real_answer_pools``) are where a dummy group's random guesses come from."""
     profile, budget, video_kind = scored["profile"][0], scored["budget"][0], scored["video_kind"][0]
     freq_rows = metrics.frequency_baseline(qa.with_columns(pl.col("video_kind").fill_null("real")))
     freq = {r["question_type"]: r for r in freq_rows.iter_rows(named=True)}
@@ -214,6 +221,7 @@ def summarize_group(scored: pl.DataFrame, qa: pl.DataFrame, fsd_scored: bool) ->
             qa.filter(pl.col("question_type") == question_type),
             freq,
             fsd_scored,
+            metrics.pool_for(dict(pools or {}), profile, budget, question_type) if video_kind != "real" else None,
         )
     tasks = metrics.task_scores({qt: e["score"] for qt, e in types.items()})
     random_tasks = metrics.task_scores({qt: e["chance"] for qt, e in types.items()})
@@ -234,6 +242,12 @@ def summarize_group(scored: pl.DataFrame, qa: pl.DataFrame, fsd_scored: bool) ->
             "frequency": {"tasks": frequency_tasks, "overall": metrics.overall_score(frequency_tasks)},
         },
     }
+    if video_kind != "real":
+        # ReVSI Tables 5-6 names: exact match of 0 for counting, MRA (lower is better) for size on black videos.
+        group["dummy_metrics"] = metrics.dummy_metric_scores(tasks)
+        group["lower_is_better"] = sorted(set(group["dummy_metrics"]) & metrics.DUMMY_LOWER_IS_BETTER)
+        for name in ("random", "frequency"):
+            group["baselines"][name]["dummy_metrics"] = metrics.dummy_metric_scores(group["baselines"][name]["tasks"])
     if profile == PINPOINT_PROFILE:
         macro = _pinpoint_macro(scored, sorted(tasks), fsd_scored)
         group["micro"] = tasks
@@ -270,12 +284,13 @@ def evaluate(
         )
     qa = qa.with_columns(pl.col("video_kind").fill_null("real"))
     groups = []
+    pools = metrics.real_answer_pools(qa)
     keys = scored.select("profile", "budget", "video_kind").unique().rows()
     for profile, budget, video_kind in sorted(keys, key=lambda k: (k[0], _budget_order(k[1]), k[2] != "real", k[2])):
         selector = (
             (pl.col("profile") == profile) & (pl.col("budget") == budget) & (pl.col("video_kind") == video_kind)
         )
-        groups.append(summarize_group(scored.filter(selector), qa.filter(selector), fsd_scored))
+        groups.append(summarize_group(scored.filter(selector), qa.filter(selector), fsd_scored, pools))
     real = [g for g in groups if g["video_kind"] == "real"]
     extra_ids = sorted(set(predictions) - set(qa["id"].to_list()))
     if extra_ids:

@@ -270,3 +270,56 @@ def chance_score(question_type: str, ground_truths: Sequence[str], options: Sequ
             np.mean([expected_mra_uniform(_number_or_nan(gt), low, high, integer) for gt in ground_truths])
         )
     return 0.0
+
+
+# Dummy-video probes (ReVSI Tables 5-6): what each task is called and how it reads there.
+# Counting on a dummy video has one right answer, 0, and is scored by exact match; object size on a
+# black video keeps the real answer and is scored with MRA, where *lower* means less hallucination.
+DUMMY_METRICS: dict[str, str] = {
+    "object_counting": "object_counting_exact_match",
+    "object_size_estimation": "object_size_estimation_mra",
+}
+DUMMY_LOWER_IS_BETTER: frozenset[str] = frozenset({"object_size_estimation_mra"})
+
+
+def dummy_metric_scores(task_scores_: dict[str, float | None]) -> dict[str, float | None]:
+    """A dummy-video group's task scores under the probe metric names (tasks without one are left out)."""
+    return {DUMMY_METRICS[t]: v for t, v in sorted(task_scores_.items()) if t in DUMMY_METRICS}
+
+
+def real_answer_pools(qa_df: pl.DataFrame) -> dict[tuple[str, str, str], list[str]]:
+    """Ground truths of real-video questions per (profile, budget, type), sorted: what a dummy row's guess is drawn from.
+
+    The random baseline on a dummy video must guess like a model that knows the
+    real answers' distribution but sees nothing; a uniform draw over the dummy
+    group's own range would answer 0 to every counting question (its only value).
+    """
+    real = qa_df.filter(pl.col("video_kind").fill_null("real") == "real").select("profile", "budget", "question_type", "ground_truth")
+    pools: dict[tuple[str, str, str], list[str]] = {}
+    for (profile, budget, question_type), group in real.group_by(["profile", "budget", "question_type"]):
+        pools[(profile, budget, question_type)] = sorted(group["ground_truth"].to_list())
+    return pools
+
+
+def pool_for(pools: dict[tuple[str, str, str], list[str]], profile: str, budget: str, question_type: str) -> list[str]:
+    """The pool of the same profile, budget and type, else of the same profile and type at any budget."""
+    found = pools.get((profile, budget, question_type))
+    if found:
+        return found
+    merged = [a for (p, _, t), answers in sorted(pools.items()) if p == profile and t == question_type for a in answers]
+    return sorted(merged)
+
+
+def pool_chance(question_type: str, ground_truths: Sequence[str], pool: Sequence[str]) -> float | None:
+    """Expected score of a guess drawn uniformly from ``pool`` (with repetition), over ``ground_truths``."""
+    if not ground_truths or not pool:
+        return None
+    counts: dict[str, int] = {}
+    for answer in pool:
+        counts[answer] = counts.get(answer, 0) + 1
+    total = float(len(pool))
+    per_truth = {
+        gt: sum(n * (score_constant_answer(question_type, a, [gt]) or 0.0) for a, n in counts.items()) / total
+        for gt in set(ground_truths)
+    }
+    return float(np.mean([per_truth[gt] for gt in ground_truths]))

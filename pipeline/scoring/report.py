@@ -39,6 +39,13 @@ def to_markdown(report: dict) -> str:
         lines.append(f"overall **{_pct(group['overall'])}** over {group['questions']} questions")
         if "avg_macro" in group:
             lines.append(f"(avg micro {_pct(group['avg_micro'])}, avg macro {_pct(group['avg_macro'])})")
+        if group.get("dummy_metrics"):
+            lines += ["", "| dummy-video probe | score | random | frequency |", "|---|---:|---:|---:|"]
+            for name, score in group["dummy_metrics"].items():
+                rnd = group["baselines"]["random"]["dummy_metrics"].get(name)
+                freq = group["baselines"]["frequency"]["dummy_metrics"].get(name)
+                better = " (lower is better)" if name in group.get("lower_is_better", ()) else ""
+                lines.append(f"| {name}{better} | {_pct(score)} | {_pct(rnd)} | {_pct(freq)} |")
         lines += ["", "| task | score | random | frequency |", "|---|---:|---:|---:|"]
         for task, score in group["tasks"].items():
             rnd = group["baselines"]["random"]["tasks"].get(task)
@@ -144,6 +151,20 @@ def to_html(report: dict) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>scan2qa evaluation</title>'
         f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n"
     )
+
+
+def summary_lines(report: dict) -> list[str]:
+    """A few lines for a terminal: overall, baselines and each group's overall (the files hold the rest)."""
+    lines = [
+        f"overall {_pct(report['overall'])} (random {_pct(report['baselines']['random'])}, "
+        f"frequency {_pct(report['baselines']['frequency'])}) over {report['questions']} questions, "
+        f"{report['missing']} missing, {report['parse_failures']} parse failures"
+    ]
+    for group in report["groups"]:
+        probes = ", ".join(f"{k} {_pct(v)}" for k, v in (group.get("dummy_metrics") or {}).items())
+        lines.append(f"  {group['name']}: " + (probes if probes else f"overall {_pct(group['overall'])}"))
+    lines += [f"  note: {note}" for note in report["notes"]]
+    return lines
 
 
 def write_reports(report: dict, out_dir: str | Path) -> dict[str, Path]:

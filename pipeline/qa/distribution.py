@@ -1,0 +1,242 @@
+"""Answer-distribution control: keep a type's answers spread so that no prior answers it for free.
+
+ReVSI's Table 10/11 rules (``pipeline.qa.filters``) remove the worst biases of
+VSI-Bench, yet on the same scenes "always right" still answers 48% of
+forward-easy direction questions and a size near one metre a third of the size
+questions. This step comes after those rules and the per-scene caps, and is
+configured per task in the profile's ``balance`` block (revsi only; the
+``vsibench`` profile reproduces VSI-Bench's biases on purpose):
+
+* every question has an *answer class*: its correct option text for multiple
+  choice (``"left"``, ``"Turn Left, Turn Back"``), for numbers a bin of
+  ``bin_width`` relative width in log space (10% wide: 100 and 109 cm share a
+  bin, 100 and 111 cm do not; counts 1, 2, 3 each get their own);
+* ``max_share``: no class holds more than this share of the type's kept
+  questions. The largest kept set meeting it is found by water-filling: every
+  class keeps at most C questions, C as large as possible with C <= share x
+  kept; a class over C keeps its C lowest draws of (seed, question id);
+* ``max_frequency``: no constant answer may score more than this: for choices
+  the share of the most frequent correct text (the content frequency
+  baseline), for numbers the best mean MRA of any one answer
+  (``best_constant_score``, never below the frequency baseline's mode); C is
+  lowered until it holds. Where no cap reaches it (answers too alike, e.g. a
+  handful of rooms of similar size) the type keeps its share-capped set and
+  its baseline shows in ``scan2qa stats``: dropping more would remove
+  questions, not the prior.
+
+Groups are (profile, budget, video kind, type), the groups every baseline is
+reported in; only real-video questions are controlled (dummy-video questions
+follow their real counterparts afterwards). Every dropped question is recorded
+with its class and reason (``qa_distribution_drops``), so ``scan2qa stats`` can
+show what the control did and the baseline before and after.
+
+Per-scene caps come first and see only one scan, so ``row_classes`` lets
+them prefer a scan's rarer classes (one of each class before a second of any),
+which is what gives this step enough "back" answers to balance.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from pipeline import schemas
+from pipeline.qa.ids import unit_draws
+from pipeline.qa.profiles import Profile, TaskRule
+from pipeline.scoring.metrics import MRA_THRESHOLDS, _mode_answer, score_constant_answer
+
+GROUP = ("profile", "budget", "video_kind", "question_type")
+
+
+def drops_path(qa_path):
+    """Where the drop record of a qa table lives: ``<stem>_distribution_drops.parquet`` beside it."""
+    from pathlib import Path
+
+    qa_path = Path(str(qa_path))
+    return qa_path.with_name(f"{qa_path.stem}_distribution_drops.parquet")
+
+
+def balance_settings(rule: TaskRule) -> dict:
+    return dict(rule.balance or {})
+
+
+def answer_class(value: float | None, text: str, bin_width: float) -> str:
+    """The answer class: a log-space bin label for numbers, the option text for choices."""
+    if value is None:
+        return text
+    if not math.isfinite(value) or value <= 0:
+        return f"={value:g}"
+    index = math.floor(math.log(value) / math.log1p(bin_width) + 1e-9)
+    return f"bin{index:+d}"
+
+
+def _classes(part: pl.DataFrame, bin_width: float) -> list[str]:
+    """Answer classes of rows with ``options``, ``geometry`` and ``answer_value``."""
+    out = []
+    for options, geometry, value in zip(part["options"].to_list(), part["geometry"].to_list(), part["answer_value"].to_list()):
+        if options:
+            out.append(json.loads(geometry)["correct"])
+        else:
+            out.append(answer_class(value, "", bin_width))
+    return out
+
+
+def content_answers(part: pl.DataFrame) -> list[str]:
+    """What the frequency baseline counts: correct option text for choices, the ground truth for numbers."""
+    out = []
+    for options, geometry, truth in zip(part["options"].to_list(), part["geometry"].to_list(), part["ground_truth"].to_list()):
+        out.append(json.loads(geometry)["correct"] if options else truth)
+    return out
+
+
+def content_frequency(question_type: str, answers: Sequence[str], mcq: bool) -> float | None:
+    """Frequency baseline by content: the share of the top correct text, or the mode's mean MRA."""
+    if not answers:
+        return None
+    if mcq:
+        counts: dict[str, int] = {}
+        for a in answers:
+            counts[a] = counts.get(a, 0) + 1
+        return max(counts.values()) / len(answers)
+    return score_constant_answer(question_type, _mode_answer(list(answers), True), list(answers))
+
+
+def best_constant_score(values: Sequence[float]) -> float | None:
+    """The highest mean MRA any one answer from ``values`` scores on all of them.
+
+    The frequency baseline answers the mode, and the mode of one-decimal answers
+    can be a lonely value that scores little; a model that learns the prior
+    answers the densest value instead, so the ceiling is checked on this, which
+    is never below the mode's score.
+    """
+    v = np.asarray([x for x in values if x is not None and math.isfinite(x) and x > 0], dtype=float)
+    if v.size == 0:
+        return None
+    targets, weights = np.unique(v, return_counts=True)
+    tolerances = 1.0 - MRA_THRESHOLDS  # a guess c scores theta when |c - t| / t <= 1 - theta
+    best = 0.0
+    for start in range(0, targets.size, 512):
+        guesses = targets[start : start + 512, None]
+        error = np.abs(guesses - targets[None, :]) / targets[None, :]
+        hits = (error[..., None] <= tolerances[None, None, :]).mean(axis=2)
+        best = max(best, float((hits @ weights).max() / weights.sum()))
+    return best
+
+
+def _water_fill(sizes: Sequence[int], share: float) -> int:
+    """The largest per-class cap C with C <= share * sum(min(n, C)).
+
+    With fewer than 1/share classes no subset meets the share (k classes hold at
+    least 1/k each); then nothing is capped, rather than cutting every class to one.
+    """
+    cap = max(sizes) if sizes else 0
+    while cap > 1 and cap > share * sum(min(n, cap) for n in sizes) + 1e-9:
+        cap -= 1
+    if cap <= 1 and 1 > share * len(sizes) + 1e-9:
+        return max(sizes) if sizes else 0
+    return max(cap, 1)
+
+
+def _select(classes: list[str], draws: list[float], ids: list[str], cap: int) -> np.ndarray:
+    """Keep mask: per class, the ``cap`` lowest (draw, id)."""
+    keep = np.zeros(len(classes), dtype=bool)
+    by_class: dict[str, list[int]] = {}
+    for i, c in enumerate(classes):
+        by_class.setdefault(c, []).append(i)
+    for members in by_class.values():
+        members.sort(key=lambda i: (draws[i], ids[i]))
+        keep[members[:cap]] = True
+    return keep
+
+
+def control_group(part: pl.DataFrame, rule: TaskRule, seed: int) -> tuple[np.ndarray, str]:
+    """Keep mask of one group's rows and the reason the others were dropped."""
+    settings = balance_settings(rule)
+    bin_width = float(settings.get("bin_width", 0.1))
+    share = settings.get("max_share")
+    ceiling = settings.get("max_frequency")
+    classes = _classes(part, bin_width)
+    ids = part["id"].to_list()
+    draws = unit_draws(seed, "distribution", ids)
+    sizes = list({c: classes.count(c) for c in dict.fromkeys(classes)}.values())
+    cap = _water_fill(sizes, float(share)) if share is not None else max(sizes)
+    reason = f"answer class over {100 * float(share):g}% of its type" if share is not None else ""
+    keep = _select(classes, draws, ids, cap)
+    if ceiling is not None:
+        mcq = bool(part["options"].list.len().max() or 0)
+        answers = content_answers(part)
+        question_type = rule.question_type
+        step = max(1, cap // 25)
+        values = part["answer_value"].to_list()
+
+        def prior_score() -> float:
+            if not mcq and settings.get("ceiling_on") == "best_constant":
+                return best_constant_score([v for v, k in zip(values, keep) if k]) or 0.0
+            return content_frequency(question_type, [a for a, k in zip(answers, keep) if k], mcq) or 0.0
+
+        share_keep, share_reason = keep, reason
+        while cap > 1:
+            if prior_score() <= float(ceiling) + 1e-12:
+                break
+            cap = max(1, cap - step)
+            keep = _select(classes, draws, ids, cap)
+            reason = f"answer class over {cap} questions (a constant answer scored above {100 * float(ceiling):g}%)"
+        if prior_score() > float(ceiling) + 1e-12:
+            # Out of reach (the answers are too alike for any subset to spread): gutting the type would not
+            # remove the prior, only the questions, so only the share cap applies and stats shows the baseline.
+            keep, reason = share_keep, share_reason
+    return keep, reason
+
+
+def control_distribution(qa: pl.DataFrame, profile: Profile, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(kept qa rows, ``qa_distribution_drops`` record) under the profile's ``balance`` rules."""
+    balanced = [qt for qt, rule in profile.tasks.items() if rule.balance]
+    real = (pl.col("video_kind").fill_null("real") == "real") & pl.col("question_type").is_in(balanced)
+    controlled = qa.with_row_index("_row").filter(real)
+    if controlled.is_empty():
+        return qa, schemas.empty("qa_distribution_drops")
+    dropped_rows: list[int] = []
+    records: list[dict] = []
+    for _, part in controlled.sort([*GROUP, "id"]).group_by(list(GROUP), maintain_order=True):
+        rule = profile.task(part["question_type"][0])
+        keep, reason = control_group(part, rule, seed)
+        if keep.all():
+            continue
+        bin_width = float(balance_settings(rule).get("bin_width", 0.1))
+        lost = part.filter(pl.Series(~keep))
+        dropped_rows += lost["_row"].to_list()
+        for row, cls, answer in zip(lost.iter_rows(named=True), _classes(lost, bin_width), content_answers(lost)):
+            records.append(
+                {
+                    "id": row["id"], "key": row["key"], "profile": row["profile"], "budget": row["budget"],
+                    "video_kind": row["video_kind"] or "real", "question_type": row["question_type"],
+                    "answer": answer, "answer_class": cls, "reason": reason,
+                }
+            )
+    if not dropped_rows:
+        return qa, schemas.empty("qa_distribution_drops")
+    mask = np.ones(qa.height, dtype=bool)
+    mask[dropped_rows] = False
+    drops = schemas.from_rows("qa_distribution_drops", sorted(records, key=lambda r: (r["profile"], r["budget"], r["question_type"], r["id"])))
+    return qa.filter(pl.Series(mask)), drops
+
+
+def row_classes(qa: pl.DataFrame, profile: Profile) -> pl.Series:
+    """Each row's answer class for types with a ``balance`` rule, "" for every other row.
+
+    The per-scene cap ranks a scan's questions by (rank within their class, draw),
+    so a scan gives one question of each class before a second of any; for a type
+    without a rule every row shares the class "" and the order is the draw alone.
+    """
+    balanced = {qt: float(balance_settings(r).get("bin_width", 0.1)) for qt, r in profile.tasks.items() if r.balance}
+    out = [""] * qa.height
+    if balanced and qa.height:
+        rows = qa.with_row_index("_row").filter(pl.col("question_type").is_in(list(balanced)))
+        for (qt,), part in rows.group_by("question_type", maintain_order=True):
+            for row, cls in zip(part["_row"].to_list(), _classes(part, balanced[qt])):
+                out[row] = cls
+    return pl.Series("_class", out, dtype=pl.String)

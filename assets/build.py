@@ -266,7 +266,7 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
             report.failed[outcome.key] = outcome.error
     dataset_selection = dataset_wide_keys(all_assets)
     if dataset_wide and dataset_selection and report.ok:
-        from assets.progress import listener
+        from assets.progress import listener, print_line
 
         observe_verdicts(all_assets, resources, instance)
         started = time.perf_counter()
@@ -275,7 +275,7 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
         details: list[str] = []
         ok, error = materialize_quietly(
             definitions, dataset_selection, resources, instance,
-            on_event=listener("dataset-wide", lambda line: print(line, flush=True)), details=details,
+            on_event=listener("dataset-wide", print_line), details=details,
         )
         if ok:
             print(f"dataset-wide ({names}) ... ok ({time.perf_counter() - started:.1f} s)", flush=True)

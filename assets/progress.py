@@ -61,6 +61,14 @@ class CountingRaycaster:
         return getattr(self._raycaster, name)
 
 
+def print_line(line: str) -> None:
+    """One line in one write, so the lines of scans built in parallel processes never run into each other."""
+    import sys
+
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def is_check_step(step_key: str) -> bool:
     return step_key.endswith("_expectations")
 
@@ -70,7 +78,7 @@ def listener(label: str, write: Callable[[str], None]) -> Callable[[Any], None]:
 
     def on_event(entry) -> None:
         event = entry.dagster_event
-        step = entry.step_key or ""
+        step = (event.step_key if event is not None else None) or entry.step_key or ""
         if event is not None:
             if event.event_type_value == "STEP_START" and not is_check_step(step):
                 write(f"  {label}: {step}")

@@ -62,7 +62,7 @@ class ScanRunner:
     def run(self, key: str, uri: str, show_progress: bool = True) -> ScanOutcome:
         from assets.build import materialize_quietly
         from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG
-        from assets.progress import listener
+        from assets.progress import listener, print_line
         from pipeline.scene.discovery import scan_fingerprint
 
         started = time.perf_counter()
@@ -71,7 +71,7 @@ class ScanRunner:
             tags[FINGERPRINT_TAG] = scan_fingerprint(uri, self.resources["storage"].storage_options or None)
         except OSError:
             pass  # unreadable now: the scan's own steps report why
-        on_event = listener(key, lambda line: print(line, flush=True)) if show_progress else None
+        on_event = listener(key, print_line) if show_progress else None
         ok, error = materialize_quietly(
             self.definitions, self.selection, self.resources, self.instance, partition_key=key, tags=tags,
             on_event=on_event,

@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   -> environment + synthetic scans + the whole asset graph, printing where outputs went
 #   make test   -> environment + the test suite (what CI runs)
+#   make ui     -> the Dagster UI (dagster dev) on the demo's instance, after make demo
 # Scaling out (README, "Scaling out"):
 #   make cluster-demo -> Postgres, Redis, S3 (moto), two Celery workers, daemon and UI on loopback; the demo
 #                        scans as a backfill; stops everything on exit or Ctrl-C
@@ -10,7 +11,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system-deps cluster-deps demo cluster-demo test test-slow test-browser test-cluster clean-data
+.PHONY: setup system-deps cluster-deps demo ui cluster-demo test test-slow test-browser test-cluster clean-data
 
 setup: $(VENV)/.installed
 
@@ -37,8 +38,18 @@ $(VENV)/.installed: pyproject.toml | system-deps
 	$(BIN)/pip install --progress-bar on -e ".[test]"
 	@touch $@
 
+# The demo builds into a persistent Dagster instance (DAGSTER_HOME, default .dagster_home), so `make ui`
+# (dagster dev on that instance) afterwards shows every partition, check and the release already materialized.
+# SCAN2QA_MAX_CONCURRENT_RUNS sets how many runs the UI's queue starts at once (default: half the cores).
+DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+DEMO_HOME    := $(abspath $(DAGSTER_HOME))
+
 demo: setup
-	$(BIN)/scan2qa build
+	$(BIN)/python -m assets.demo_instance "$(DEMO_HOME)"
+	DAGSTER_HOME="$(DEMO_HOME)" $(BIN)/scan2qa build
+
+ui: setup
+	DAGSTER_HOME="$(DEMO_HOME)" $(BIN)/dagster dev -w workspace.yaml
 
 test: setup
 	$(BIN)/python -m pytest -n 2 -q

@@ -6,8 +6,14 @@ fails only its own partition, then the dataset-wide assets are built from the
 partitions that succeeded. With ``--workers N`` (default: every core) the scan
 partitions run in N worker processes (``assets.scan_pool``); ``--workers 1``
 keeps them in this process. Runs are recorded in the ``DAGSTER_HOME`` instance
-when that variable is set (so ``dagster dev`` shows them), else in an
-ephemeral one.
+when that variable is set (``make demo`` sets it to ``.dagster_home``, so
+``dagster dev`` afterwards shows every partition, check and the release run),
+else in an ephemeral one. Each scan's run carries the discovery fingerprint
+of its folder, so the ``scan_discovery`` sensor does not rebuild it.
+
+While a scan builds, the step running and the frames done in the long steps
+are printed as they happen (``assets.progress``), then one line per scan when
+it finishes.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ DEMO_SCENES = 8
 DEMO_FRAMES = 300
 WORKERS_VARIABLE = "SCAN2QA_WORKERS"
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+BUILD_JOB = "__ephemeral_asset_job__"  # the name dagster.materialize gives its runs; the sensors watch other jobs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,21 +93,68 @@ def run_failure(result: dg.ExecuteInProcessResult) -> str:
     return "run failed before any step ran"
 
 
-def materialize_quietly(assets, selection, resources, instance, partition_key=None, tags=None) -> tuple[bool, str]:
+def failure_detail(result: dg.ExecuteInProcessResult) -> list[str]:
+    """The lines after the first of the innermost error (a blocked release lists its failing expectations)."""
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data.error is not None:
+            error = event.step_failure_data.error
+            while error.cause is not None:
+                error = error.cause
+            return [line for line in error.message.strip().splitlines()[1:] if line.strip()]
+    return []
+
+
+def failed_checks(result: dg.ExecuteInProcessResult) -> list[str]:
+    """Per failed asset check of the run: ``<asset> <check>: <which expectations failed>``."""
+    lines = []
+    for evaluation in result.get_asset_check_evaluations():
+        if not evaluation.passed:
+            failures = evaluation.metadata.get("failures")
+            text = failures.value if failures is not None else evaluation.description or "failed"
+            lines.append(f"{evaluation.asset_key.to_user_string()} {evaluation.check_name}:")
+            lines += [f"    {line}" for line in str(text).splitlines() if line.strip()]
+    return lines
+
+
+def materialize_quietly(
+    assets, selection, resources, instance, partition_key=None, tags=None, on_event=None, details=None
+) -> tuple[bool, str]:
+    """One run of ``selection`` in this process; ``on_event`` hears its events as they are stored.
+
+    Returns (success, one-line error); ``details``, a list, receives the failed checks' expectations.
+    """
+    from dagster._core.utils import make_new_run_id
+
+    run_id = make_new_run_id()
     try:
-        result = dg.materialize(
-            assets,
-            selection=selection,
-            resources=resources,
+        defs = dg.Definitions(
+            jobs=[dg.define_asset_job(BUILD_JOB, selection=selection)], assets=assets, resources=resources
+        )
+        job = defs.resolve_job_def(BUILD_JOB)
+        if on_event is not None:
+            instance.add_event_listener(run_id, on_event)
+        result = job.execute_in_process(
+            run_config=QUIET_RUN_CONFIG,
             instance=instance,
             partition_key=partition_key,
             raise_on_error=False,
-            run_config=QUIET_RUN_CONFIG,
+            run_id=run_id,
             tags=tags,
         )
     except Exception as exc:  # a definition or resource error outside any step
         return False, f"{type(exc).__name__}: {exc}".splitlines()[0]
-    return (True, "") if result.success else (False, run_failure(result))
+    finally:
+        getattr(instance, "_subscribers", {}).pop(run_id, None)  # listeners are per run; drop this one's
+    if result.success:
+        return True, ""
+    failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
+    if details is not None:
+        details.extend(failed_checks(result) or failure_detail(result))
+    if failed:  # a table broke its expectation suite: say which table and which rules, not Dagster's wrapper
+        return False, "expectations failed: " + "; ".join(
+            f"{e.asset_key.to_user_string()} ({e.description or e.check_name})" for e in failed
+        )
+    return False, run_failure(result)
 
 
 def generate_demo_scans(config: Config) -> str | None:
@@ -171,13 +225,6 @@ def release_summary(config: Config) -> list[str]:
     ]
 
 
-def gate_failures(config: Config) -> str:
-    """Which expectations blocked the release, on which rows (the check's own message names only counts)."""
-    from pipeline.release.build import collect_tables, run_release_gate
-
-    return run_release_gate(collect_tables(config), config).summary()
-
-
 def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide: bool = True) -> BuildReport:
     """Materialize every discovered scan, then (unless told not to) the dataset-wide assets; prints progress."""
     from assets.definitions import all_asset_checks, all_assets
@@ -213,11 +260,10 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
         runner = ScanRunner(definitions, per_scan_keys(all_assets), resources, instance)
         outcomes = []
         for key, uri in scans:
-            print(f"[{finished + 1}/{len(scans)}] {key} ... ", end="", flush=True)
+            print(f"[{finished + 1}/{len(scans)}] {key}", flush=True)
             outcome = runner.run(key, uri)
             outcomes.append(outcome)
-            finished += 1
-            print(f"ok ({outcome.seconds:.1f} s)" if outcome.ok else f"FAILED: {outcome.error}", flush=True)
+            show(outcome)
     for outcome in sorted(outcomes, key=lambda o: o.key):
         if outcome.ok:
             report.ok.append(outcome.key)
@@ -226,16 +272,24 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
     dataset_selection = dataset_wide_keys(all_assets)
     write_excluded(config.output_root, config.storage_options, report.failed, report.skipped)  # for the manifest
     if dataset_wide and dataset_selection and report.ok:
+        from assets.progress import listener, print_line
+
+        observe_verdicts(all_assets, resources, instance)
         started = time.perf_counter()
-        print(f"dataset-wide ({', '.join(k.to_user_string() for k in dataset_selection)}) ... ", end="", flush=True)
-        ok, error = materialize_quietly(definitions, dataset_selection, resources, instance)
+        names = ", ".join(k.to_user_string() for k in dataset_selection)
+        print(f"dataset-wide ({names})", flush=True)
+        details: list[str] = []
+        ok, error = materialize_quietly(
+            definitions, dataset_selection, resources, instance,
+            on_event=listener("dataset-wide", print_line), details=details,
+        )
         if ok:
-            print(f"ok ({time.perf_counter() - started:.1f} s)", flush=True)
+            print(f"dataset-wide ({names}) ... ok ({time.perf_counter() - started:.1f} s)", flush=True)
         else:
             report.dataset_wide_error = error
-            print(f"FAILED: {error}", flush=True)
-            if "asset check" in error:
-                print(gate_failures(config), flush=True)
+            print(f"dataset-wide ({names}) ... FAILED: {error}", flush=True)
+            for line in details:
+                print(f"  {line}", flush=True)
     return report
 
 
@@ -243,6 +297,17 @@ def scan_notes_lines(config: Config, report: BuildReport) -> list[str]:
     """Per-scan warnings of the scans built, then what the release leaves out (``pipeline.scene.scan_notes``)."""
     warnings = read_scan_warnings(config.tables_root, report.ok, config.storage_options)
     return warning_lines(warnings) + excluded_lines(report.failed, report.skipped)
+
+
+def observe_verdicts(assets, resources, instance) -> None:
+    """Record the reviewer verdicts' version before a release, so the catalog knows what the release used."""
+    observable = [a for a in assets if isinstance(a, dg.SourceAsset) and a.is_observable]
+    if observable:  # what dagster.observe does, which the public API does not export
+        job = dg.define_asset_job("in_process_observation_job", selection=dg.AssetSelection.all(include_sources=True))
+        defs = dg.Definitions(assets=observable, jobs=[job], resources=resources)
+        defs.resolve_job_def(job.name).execute_in_process(
+            run_config=QUIET_RUN_CONFIG, instance=instance, raise_on_error=False
+        )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,20 +3,28 @@
 To add assets (and the asset checks next to them), add their module to
 ``ASSET_MODULES``; jobs, sensors and the schedule pick them up from their
 partitioning, and ``scan2qa build`` materializes them.
+
+Runs launched from the UI, the sensors and the schedule execute their steps in
+the run's own process (``in_process_executor``): a scan's steps form a chain
+that each uses the machine's cores through its libraries, so Dagster's default
+multiprocess executor only started one process per step to fight over the same
+cores. How many runs go at once is the instance's run queue
+(``assets.demo_instance`` writes it for the demo; ``deploy/dagster.yaml`` for a
+deployment); the Celery jobs (``assets.celery``) keep their own executor.
 """
 
 from __future__ import annotations
 
 import dagster as dg
 
-from assets import frames, pinpoint, qa, release, scene, visibility
+from assets import frames, pinpoint, qa, release, scene, table_checks, visibility
 from assets.celery import build_celery_jobs
 from assets.jobs import build_jobs
 from assets.schedules import weekly_full_rebuild
 from assets.sensors import build_sensors
 from resources.defaults import default_resources
 
-ASSET_MODULES = [scene, frames, visibility, qa, pinpoint, release]
+ASSET_MODULES = [scene, frames, visibility, qa, pinpoint, release, table_checks]
 
 all_assets = dg.load_assets_from_modules(ASSET_MODULES)
 all_asset_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
@@ -28,4 +36,5 @@ defs = dg.Definitions(
     sensors=build_sensors(all_assets),
     schedules=[weekly_full_rebuild],
     resources=default_resources(),
+    executor=dg.in_process_executor,
 )

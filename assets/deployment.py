@@ -7,6 +7,8 @@
   sensors and the schedule start with the daemon. A deployment driven by
   backfills (``scan2qa backfill``, ``make cluster-demo``) starts them stopped;
   they can be turned on from the UI at any time.
+- ``SCAN2QA_SENSOR_INTERVAL``: seconds between ``scan_discovery`` evaluations
+  (default 120; a test or a small demo may shorten it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from assets.jobs import DATASET_JOB, SCAN_JOB
 
 EXECUTOR_VARIABLE = "SCAN2QA_EXECUTOR"
 AUTOMATION_VARIABLE = "SCAN2QA_AUTOMATION"
+INTERVAL_VARIABLE = "SCAN2QA_SENSOR_INTERVAL"
 
 
 def _choice(variable: str, allowed: tuple[str, ...]) -> str:
@@ -39,6 +42,15 @@ def sensor_scan_job() -> str:
 
 def sensor_dataset_job() -> str:
     return DATASET_JOB_CELERY if requested_executor() == "celery" else DATASET_JOB
+
+
+def sensor_interval(default: int) -> int:
+    value = os.environ.get(INTERVAL_VARIABLE, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{INTERVAL_VARIABLE}={value!r}: expected a whole number of seconds, at least 1")
+    return int(value)
 
 
 def automation_running() -> bool:

@@ -9,7 +9,9 @@ and records paths and frame counts as metadata (videos are files, not a table).
 import dagster as dg
 import polars as pl
 
+from assets.catalog import file_asset, path_value, table_asset
 from assets.partitions import scan_partitions
+from assets.progress import FrameCounter, counting_loader
 from assets.scene import load_partition_scan
 from resources.storage import StorageResource
 
@@ -19,13 +21,12 @@ from resources.storage import StorageResource
     group_name="frames",
     ins={"frames": dg.AssetIn("frames")},
     description="source frames of the 16/32/64-frame budgets (nested, SPEC §2) and of the all-frame sequence",
+    **table_asset("frame_samples", __name__),
 )
 def frame_samples(context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame) -> pl.DataFrame:
     from pipeline.frames.budgets import sample_frames
 
-    table = sample_frames(frames.filter(pl.col("key") == context.partition_key), storage.config())
-    context.add_output_metadata({"rows": table.height})
-    return table
+    return sample_frames(frames.filter(pl.col("key") == context.partition_key), storage.config())
 
 
 @dg.asset(
@@ -33,6 +34,7 @@ def frame_samples(context: dg.AssetExecutionContext, storage: StorageResource, f
     group_name="frames",
     ins={"frames": dg.AssetIn("frames"), "frame_samples": dg.AssetIn("frame_samples")},
     description="one mp4 per budget (1 frame per sample) and the all-frame mp4, under <output_root>/videos/",
+    **file_asset(__name__, {"opencv", "mp4"}),
 )
 def scan_videos(
     context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame, frame_samples: pl.DataFrame
@@ -46,21 +48,23 @@ def scan_videos(
     if not scan_frames["in_all_frame"].fill_null(False).any():
         return dg.MaterializeResult(metadata={"videos": 0, "reason": "scan has no frames"})
     parsed = load_partition_scan(context, storage)
+    frames_done = FrameCounter(context, "scan_videos", int(scan_frames["in_all_frame"].fill_null(False).sum()))
     result = write_scan_videos(
         key,
         frame_samples,
         scan_frames,
-        parsed.load_image,
+        counting_loader(frames_done, parsed.load_image),
         config.output_root,
         fps=all_frame_fps(parsed.dataset, config.frames),
         frames_config=config.frames,
         image_rotation=parsed.image_rotation,
         storage_options=config.storage_options,
     )
+    root = config.output_root.rstrip("/")
     return dg.MaterializeResult(
         metadata={
             "videos": len(result["videos"]),
-            "paths": dg.MetadataValue.json(result["videos"]),
+            **{f"video {budget}": path_value(f"{root}/{rel}") for budget, rel in sorted(result["videos"].items())},
             "frames": dg.MetadataValue.json(result["frames"]),
             "skipped_invalid_pose": result["skipped_invalid_pose"],
         }

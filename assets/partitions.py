@@ -15,3 +15,7 @@ import dagster as dg
 scan_partitions = dg.DynamicPartitionsDefinition(name="scans")
 
 SOURCE_TAG = "scan2qa/source"  # run tag: URI of the partition's scan folder, as discovery found it
+# Run tag: the discovery fingerprint of that folder (``pipeline.scene.discovery.scan_fingerprint``) when the run
+# was requested; the ``scene`` step records it on the ``scans`` materialization, which is how ``scan_discovery``
+# recognises a scan that ``scan2qa build`` (``make demo``) already built from the same files.
+FINGERPRINT_TAG = "scan2qa/fingerprint"

@@ -10,7 +10,9 @@ when the run configuration's ``profiles`` does not list ``pinpointqa``.
 import dagster as dg
 import polars as pl
 
+from assets.catalog import table_asset, table_out
 from assets.partitions import scan_partitions
+from assets.table_checks import PINPOINT_SUITES, check_spec, pinpoint_checks
 from assets.scene import load_partition_scan
 from resources.storage import StorageResource
 
@@ -19,15 +21,20 @@ PROFILE = "pinpointqa"
 
 @dg.multi_asset(
     outs={
-        "pinpoint_targets": dg.AssetOut(description="small-vocabulary objects unique in their scene, with their support"),
-        "pinpoint_neighbors": dg.AssetOut(
-            description="per target: neighbours within 1 m with shortest distance, offsets, contact, relation, support"
+        "pinpoint_targets": table_out(
+            "pinpoint_targets", __name__, "small-vocabulary objects unique in their scene, with their support"
+        ),
+        "pinpoint_neighbors": table_out(
+            "pinpoint_neighbors",
+            __name__,
+            "per target: neighbours within 1 m with shortest distance, offsets, contact, relation, support",
         ),
     },
     ins={"objects": dg.AssetIn("objects")},
     partitions_def=scan_partitions,
     group_name="pinpointqa",
     can_subset=False,
+    check_specs=[check_spec(name) for name in PINPOINT_SUITES],
 )
 def pinpoint_representation(context: dg.AssetExecutionContext, storage: StorageResource, objects: pl.DataFrame):
     from pipeline import schemas
@@ -41,8 +48,9 @@ def pinpoint_representation(context: dg.AssetExecutionContext, storage: StorageR
         targets, neighbors = build_representation(
             key, objects.filter(pl.col("key") == key), parsed, config=storage.config().pinpoint_config()
         )
-    yield dg.Output(targets, output_name="pinpoint_targets", metadata={"rows": targets.height})
-    yield dg.Output(neighbors, output_name="pinpoint_neighbors", metadata={"rows": neighbors.height})
+    yield dg.Output(targets, output_name="pinpoint_targets")
+    yield dg.Output(neighbors, output_name="pinpoint_neighbors")
+    yield from pinpoint_checks(targets, neighbors, objects.filter(pl.col("key") == key), storage)
 
 
 @dg.asset(
@@ -50,6 +58,7 @@ def pinpoint_representation(context: dg.AssetExecutionContext, storage: StorageR
     group_name="pinpointqa",
     ins={name: dg.AssetIn(name) for name in ("pinpoint_targets", "pinpoint_neighbors", "objects", "object_visibility")},
     description="PinpointQA questions (TPV, NRI, FSD, SSP) of one scan for every budget, visible targets only",
+    **table_asset("pinpoint_qa_candidates", __name__),
 )
 def pinpoint_qa_candidates(
     context: dg.AssetExecutionContext,
@@ -70,7 +79,7 @@ def pinpoint_qa_candidates(
         config=config.pinpoint_config(), seed=config.seed,
     )
     per_type = dict(table["question_type"].value_counts().sort("question_type").iter_rows())
-    context.add_output_metadata({"rows": table.height, "per_type": dg.MetadataValue.json(per_type)})
+    context.add_output_metadata({"per_type": dg.MetadataValue.json(per_type)})
     return table
 
 
@@ -80,6 +89,7 @@ def pinpoint_qa_candidates(
         "pinpoint_qa_candidates": dg.AssetIn("pinpoint_qa_candidates", partition_mapping=dg.AllPartitionMapping())
     },
     description="all PinpointQA questions with scene-level train/val/test splits (≈ 6:2:2, stratified by dataset)",
+    **table_asset("pinpoint_qa", __name__),
 )
 def pinpoint_qa(
     context: dg.AssetExecutionContext, storage: StorageResource, pinpoint_qa_candidates: pl.DataFrame
@@ -93,5 +103,5 @@ def pinpoint_qa(
     table = with_splits(balanced, config.pinpoint_config()).sort(["key", "budget", "question_type", "id"])
     counts = table.group_by("split", "question_type").len().sort("split", "question_type")
     per_split = {f"{r['split']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
-    context.add_output_metadata({"rows": table.height, "per_split": dg.MetadataValue.json(per_split)})
+    context.add_output_metadata({"per_split": dg.MetadataValue.json(per_split)})
     return table

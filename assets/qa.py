@@ -10,6 +10,7 @@ letter balancing) per profile over all partitions that succeeded.
 import dagster as dg
 import polars as pl
 
+from assets.catalog import table_asset
 from assets.partitions import scan_partitions
 from pipeline import schemas
 from pipeline.schemas import BUDGETS
@@ -28,6 +29,7 @@ def question_profiles(configured: tuple[str, ...]) -> list[str]:
     group_name="qa",
     ins={name: dg.AssetIn(name) for name in ("objects", "rooms", "object_visibility", "frame_samples", "dummy_videos")},
     description="every eligible ReVSI / VSI-Bench question of one scan, per budget, with answers and audit geometry",
+    **table_asset("qa_candidates", __name__),
 )
 def qa_candidates(
     context: dg.AssetExecutionContext,
@@ -49,9 +51,7 @@ def qa_candidates(
         for profile in question_profiles(config.profiles)
         for budget in BUDGETS
     ]
-    table = pl.concat(frames) if frames else schemas.empty("qa_candidates")
-    context.add_output_metadata({"rows": table.height})
-    return table
+    return pl.concat(frames) if frames else schemas.empty("qa_candidates")
 
 
 @dg.asset(
@@ -61,6 +61,7 @@ def qa_candidates(
         "pinpoint_qa": dg.AssetIn("pinpoint_qa"),
     },
     description="the filtered, subsampled, letter-balanced question table of the whole benchmark (all profiles)",
+    **table_asset("qa", __name__),
 )
 def qa(
     context: dg.AssetExecutionContext, storage: StorageResource, qa_candidates: TableParts, pinpoint_qa: pl.DataFrame
@@ -75,5 +76,5 @@ def qa(
     table = pl.concat(tables) if tables else schemas.empty("qa")
     counts = table.group_by("profile", "question_type").len().sort("profile", "question_type")
     per_type = {f"{r['profile']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
-    context.add_output_metadata({"rows": table.height, "per_type": dg.MetadataValue.json(per_type)})
+    context.add_output_metadata({"per_type": dg.MetadataValue.json(per_type)})
     return table

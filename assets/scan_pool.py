@@ -6,7 +6,10 @@ partition and the tables are the same bytes: only where the runs execute
 changes. Worker processes are started with ``spawn`` (Open3D and OpenCV keep
 threads that do not survive ``fork``), each builds the definitions and opens
 the instance once, and each gets ``cores // workers`` library threads
-(``pipeline.threads``) so the machine is not oversubscribed.
+(``pipeline.threads``) so the machine is not oversubscribed. Progress lines
+(step started, frames done: ``assets.progress``) are printed by the process
+that runs the scan, each prefixed with its scan key; with N workers the lines
+of N scans interleave, one whole line at a time.
 
 A worker that dies (out of memory, a crash in native code) breaks the whole
 ``ProcessPoolExecutor``. At most ``workers`` scans are in flight at a time, so
@@ -56,13 +59,22 @@ class ScanRunner:
         resources = default_resources(StorageResource.from_config(config, config_file))
         return cls([*all_assets, *all_asset_checks], per_scan_keys(all_assets), resources, instance)
 
-    def run(self, key: str, uri: str) -> ScanOutcome:
+    def run(self, key: str, uri: str, show_progress: bool = True) -> ScanOutcome:
         from assets.build import materialize_quietly
-        from assets.partitions import SOURCE_TAG
+        from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG
+        from assets.progress import listener, print_line
+        from pipeline.scene.discovery import scan_fingerprint
 
         started = time.perf_counter()
+        tags = {SOURCE_TAG: uri}
+        try:  # what the discovery sensor compares with, so it does not build this scan again
+            tags[FINGERPRINT_TAG] = scan_fingerprint(uri, self.resources["storage"].storage_options or None)
+        except OSError:
+            pass  # unreadable now: the scan's own steps report why
+        on_event = listener(key, print_line) if show_progress else None
         ok, error = materialize_quietly(
-            self.definitions, self.selection, self.resources, self.instance, partition_key=key, tags={SOURCE_TAG: uri}
+            self.definitions, self.selection, self.resources, self.instance, partition_key=key, tags=tags,
+            on_event=on_event,
         )
         return ScanOutcome(key, ok, error, time.perf_counter() - started)
 

@@ -11,7 +11,9 @@ comes from what discovery recorded (``scan_location``).
 
 import dagster as dg
 
-from assets.partitions import SOURCE_TAG, scan_partitions
+from assets.catalog import path_value, table_out
+from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG, scan_partitions
+from assets.table_checks import SCENE_SUITES, check_spec, scene_checks
 from pipeline.config import Config
 from pipeline.scene.discovery import locate_scan, within_root
 from pipeline.errors import ScanError, TableError
@@ -81,15 +83,21 @@ def load_partition_scan(context: dg.AssetExecutionContext, storage: StorageResou
 
 
 @dg.multi_asset(
-    outs={name: dg.AssetOut(description=text) for name, text in SCENE_TABLES.items()},
+    outs={name: table_out(name, __name__, text) for name, text in SCENE_TABLES.items()},
     partitions_def=scan_partitions,
     group_name="scene",
     can_subset=False,
+    check_specs=[check_spec(name) for name in SCENE_SUITES],
 )
 def scene(context: dg.AssetExecutionContext, storage: StorageResource):
     from pipeline.scene.tables import scene_tables
 
     parsed = load_partition_scan(context, storage)
     tables = scene_tables(parsed, storage.config())
+    # The fingerprint discovery took of the scan folder: the sensor skips a scan already built from these files.
+    recorded = {"source": path_value(parsed.source_uri)}
+    if context.run.tags.get(FINGERPRINT_TAG):
+        recorded["fingerprint"] = context.run.tags[FINGERPRINT_TAG]
     for name in SCENE_TABLES:
-        yield dg.Output(tables[name], output_name=name, metadata={"rows": tables[name].height, "source": parsed.source_uri})
+        yield dg.Output(tables[name], output_name=name, metadata=recorded)
+    yield from scene_checks(tables, storage)

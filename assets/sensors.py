@@ -7,8 +7,14 @@ known ones in a rotation kept in the cursor (at most
 seconds per tick, so a tick stays inside Dagster's evaluation limit however
 large the root is), and requests runs only for scans that are new or whose
 files changed. Run keys include the fingerprint, so a re-evaluated tick never
-launches a duplicate. Both sensors start running with the daemon (``dagster
-dev``): dropping a scan folder into the scans root is all it takes to build it.
+launches a duplicate. A scan the cursor does not know yet (the first tick
+after ``make demo``, or a cursor reset) is not rebuilt when its latest
+``scans`` materialization recorded the same fingerprint: ``scan2qa build``
+tags each scan's run with the fingerprint discovery took (``FINGERPRINT_TAG``)
+and the ``scene`` step records it, so the sensor recognises what the demo
+already built. Both sensors start running with the daemon (``dagster dev``):
+dropping a scan folder into the scans root is all it takes to build it. The
+evaluation interval is ``SCAN2QA_SENSOR_INTERVAL`` seconds (default 120).
 With ``SCAN2QA_EXECUTOR=celery`` in the deployment's environment they request
 the Celery jobs instead of the in-process ones; ``SCAN2QA_AUTOMATION=stopped``
 starts them stopped (``assets.deployment``).
@@ -18,9 +24,9 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from assets.deployment import sensor_dataset_job, sensor_scan_job, sensor_status
+from assets.deployment import sensor_dataset_job, sensor_interval, sensor_scan_job, sensor_status
 from assets.jobs import dataset_wide_keys
-from assets.partitions import SOURCE_TAG, scan_partitions
+from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG, scan_partitions
 from pipeline.scene.discovery import DiscoveryState, discovery_tick
 from resources.storage import StorageResource
 
@@ -35,7 +41,7 @@ ACTIVE_STATUSES = [
 @dg.sensor(
     name="scan_discovery",
     job_name=sensor_scan_job(),
-    minimum_interval_seconds=120,
+    minimum_interval_seconds=sensor_interval(120),
     default_status=sensor_status(),
     description="Adds a partition for every new scan folder under the scans root and runs new or changed scans.",
 )
@@ -51,20 +57,38 @@ def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource
     context.log.info(f"scan_discovery: {tick.summary()}")
     registered = set(context.instance.get_dynamic_partitions(scan_partitions.name))
     new_keys = [key for key, _ in tick.scans if key not in registered]
+    built = [key for key, _, fingerprint in tick.changed
+             if key in registered and built_fingerprint(context.instance, key) == fingerprint]
     run_requests = [
-        dg.RunRequest(partition_key=key, run_key=f"{key}@{fingerprint}", tags={SOURCE_TAG: uri})
+        dg.RunRequest(partition_key=key, run_key=f"{key}@{fingerprint}",
+                      tags={SOURCE_TAG: uri, FINGERPRINT_TAG: fingerprint})
         for key, uri, fingerprint in tick.changed
+        if key not in built
     ]
     cursor = tick.state.to_cursor()
+    if built:
+        context.log.info(f"scan_discovery: {len(built)} scans already built from these files: {', '.join(built[:5])}")
     if not run_requests and not new_keys:
+        already = f"; {len(built)} already built from the same files" if built else ""
         return dg.SensorResult(
-            skip_reason=f"no new or changed scans under {config.scans_root}: {tick.summary()}", cursor=cursor
+            skip_reason=f"no new or changed scans under {config.scans_root}: {tick.summary()}{already}", cursor=cursor
         )
     return dg.SensorResult(
         run_requests=run_requests,
         dynamic_partitions_requests=[scan_partitions.build_add_request(new_keys)] if new_keys else [],
         cursor=cursor,
     )
+
+
+def built_fingerprint(instance: dg.DagsterInstance, key: str) -> str | None:
+    """The discovery fingerprint the latest ``scans`` materialization of ``key`` was built from, if recorded."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("scans"), asset_partitions=[key]), limit=1
+    ).records
+    if not records or records[0].asset_materialization is None:
+        return None
+    value = records[0].asset_materialization.metadata.get("fingerprint")
+    return None if value is None else str(value.value)
 
 
 @dg.sensor(

@@ -9,7 +9,9 @@ table step. Reviewer overrides are read from the dataset-wide
 import dagster as dg
 import polars as pl
 
+from assets.catalog import table_asset
 from assets.partitions import scan_partitions
+from assets.progress import CountingRaycaster, FrameCounter
 from assets.scene import load_partition_scan
 from resources.storage import StorageResource
 
@@ -19,19 +21,24 @@ from resources.storage import StorageResource
     group_name="visibility",
     ins={"frames": dg.AssetIn("frames")},
     description="visible pixels, frame fraction and box of every object in every all-frame frame (ray cast)",
+    **table_asset("visibility", __name__),
 )
 def visibility(context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame) -> pl.DataFrame:
     from pipeline import schemas
-    from pipeline.visibility.cast import compute_visibility
+    from pipeline.visibility.cast import compute_visibility, scan_raycaster
 
     key = context.partition_key
     scan_frames = frames.filter(pl.col("key") == key)
     if not scan_frames["in_all_frame"].fill_null(False).any():
-        context.add_output_metadata({"rows": 0, "frames_cast": 0})
+        context.add_output_metadata({"frames_cast": 0})
         return schemas.empty("visibility")
     parsed = load_partition_scan(context, storage)
-    table = compute_visibility(key, scan_frames, parsed.mesh, storage.config(), image_rotation=parsed.image_rotation)
-    context.add_output_metadata({"rows": table.height, "frames_cast": int(scan_frames["in_all_frame"].sum())})
+    frames_cast = int(scan_frames["in_all_frame"].sum())
+    raycaster = CountingRaycaster(FrameCounter(context, "visibility", frames_cast), scan_raycaster(key, parsed.mesh))
+    table = compute_visibility(
+        key, scan_frames, parsed.mesh, storage.config(), image_rotation=parsed.image_rotation, raycaster=raycaster
+    )
+    context.add_output_metadata({"frames_cast": frames_cast})
     return table
 
 
@@ -40,6 +47,7 @@ def visibility(context: dg.AssetExecutionContext, storage: StorageResource, fram
     group_name="visibility",
     ins={name: dg.AssetIn(name) for name in ("visibility", "frame_samples", "objects")},
     description="per budget and object: best frame, coverage and the SPEC §3 visible decision (with overrides)",
+    **table_asset("object_visibility", __name__),
 )
 def object_visibility(
     context: dg.AssetExecutionContext,
@@ -55,7 +63,7 @@ def object_visibility(
     overrides = read_visibility_overrides(config.tables_root, config.storage_options)
     table = decide(context.partition_key, visibility, frame_samples, objects, overrides, config)
     context.add_output_metadata(
-        {"rows": table.height, "visible": int(table["visible"].sum()), "overrides": overrides.height}
+        {"visible": int(table["visible"].sum()), "overrides": overrides.height}
     )
     return table
 
@@ -65,6 +73,7 @@ def object_visibility(
     group_name="visibility",
     ins={name: dg.AssetIn(name) for name in ("objects", "object_visibility", "visibility", "frames")},
     description="16-frame query_drop / first_frame / black videos for the object sets the dummy questions query",
+    **table_asset("dummy_videos", __name__),
 )
 def dummy_videos(
     context: dg.AssetExecutionContext,
@@ -82,7 +91,6 @@ def dummy_videos(
     key = context.partition_key
     sets = dummy_object_sets(objects, object_visibility, key)
     if not sets:
-        context.add_output_metadata({"rows": 0})
         return schemas.empty("dummy_videos")
     parsed = load_partition_scan(context, storage)
     table = make_dummy_videos(
@@ -96,5 +104,5 @@ def dummy_videos(
         image_rotation=parsed.image_rotation,
         storage_options=config.storage_options,
     )
-    context.add_output_metadata({"rows": table.height, "object_sets": len(sets)})
+    context.add_output_metadata({"object_sets": len(sets)})
     return table

@@ -11,6 +11,8 @@ per-scan table gets all partitions that exist, concatenated in key order (one
 pyarrow dataset scan, ``pipeline.table_scan``): a scan whose partition failed is
 left out rather than failing the whole dataset. An input annotated
 ``TableParts`` gets the files unread, for a step that reads them in batches.
+Each stored table is recorded with ``dagster/row_count``, its path (clickable
+in the UI) and a Markdown preview of its first rows (``assets.catalog``).
 """
 
 from __future__ import annotations
@@ -57,7 +59,9 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         partition_key = context.asset_partition_key if context.has_asset_partitions else None
         path = self.table_path(table, partition_key)
         write_table(path, table, obj)
-        context.add_output_metadata({"rows": obj.height, "path": str(path)})
+        from assets.catalog import materialization_metadata
+
+        context.add_output_metadata(materialization_metadata(table, obj, path))
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame | TableParts:
         table = _table_name(context.asset_key)

@@ -18,14 +18,25 @@ def scene_graph(monkeypatch):
     scene_graph_only(monkeypatch)
 
 
+PROGRESS = re.compile(r"^(\[\d+/\d+\] \S+|  ([^\s/]+/[^\s/]+|dataset-wide): .+)$")  # "[i/n] <key>" as a scan starts, "  <key>: <step ...>"
+
+
+def outcome_lines(lines: list[str]) -> list[str]:
+    """The printout without the progress lines printed while scans build."""
+    return [line for line in lines if not PROGRESS.match(line) or " ... " in line]
+
+
 def test_build_reports_progress_outputs_and_failures(tmp_path, scene_graph, capsys):
     scans = tmp_path / "scans"
     write_scan(scans, "synth0000_00", objects=3)
     break_nan_alignment(write_scan(scans, "synth0001_00"))
     write_scan(scans, "synth0002_00", objects=4)
     out = tmp_path / "out"
-    assert main(["build", "--scans", str(scans), "--out", str(out)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    assert main(["build", "--scans", str(scans), "--out", str(out), "--workers", "1"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    # While a scan builds, the step running is printed under it.
+    assert printed[:2] == ["[1/3] synthetic/synth0000_00", "  synthetic/synth0000_00: scene"]
+    lines = outcome_lines(printed)
     assert lines[0].startswith("[1/3] synthetic/synth0000_00 ... ok (") and lines[0].endswith(" s)")
     assert lines[1] == f"[2/3] synthetic/synth0001_00 ... FAILED: synthetic/synth0001_00: {NAN_ALIGNMENT}"
     assert lines[2].startswith("[3/3] synthetic/synth0002_00 ... ok (")
@@ -132,7 +143,7 @@ def test_dataset_wide_assets_run_after_partitions_from_those_that_exist(tmp_path
     out = tmp_path / "out"
     assert main(["build", "--scans", str(scans), "--out", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    [dataset_wide] = [line for line in lines if line.startswith("dataset-wide (")]
+    [dataset_wide] = [line for line in lines if line.startswith("dataset-wide (") and " ... " in line]
     assert "qa" in dataset_wide.split(")")[0].split("(")[1].split(", ") and " ... ok (" in dataset_wide
     assert "  qa.parquet" in lines and "summary: 2 ok, 1 failed" in lines
     table = pl.read_parquet(out / "tables" / "qa.parquet")
@@ -153,7 +164,7 @@ def test_failed_dataset_wide_step_is_reported_but_partitions_count(tmp_path, sce
     write_scan(tmp_path / "scans", "synth0000_00")
     # The partitions built, but no dataset-wide tables means no release: the build exits non-zero.
     assert main(["build", "--scans", str(tmp_path / "scans"), "--out", str(tmp_path / "out")]) != 0
-    lines = capsys.readouterr().out.splitlines()
+    lines = outcome_lines(capsys.readouterr().out.splitlines())
     assert "[1/1] synthetic/synth0000_00 ... ok (" in lines[0]
     assert "summary: 1 ok, 0 failed, dataset-wide assets FAILED" in lines
     assert lines[-1] == "  FAILED dataset-wide: qa: RuntimeError: no questions survive the filters"

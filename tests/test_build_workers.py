@@ -37,20 +37,30 @@ def table_digests(out: Path) -> dict[str, str]:
 
 
 def progress(lines: list[str]) -> set[str]:
-    """Progress lines without their counters and timings (a parallel build prints them in completion order)."""
-    return {re.sub(r"\(\d+\.\d s\)", "(s)", re.sub(r"^\[\d+/", "[", line)) for line in lines if line.startswith("[")}
+    """Per-scan outcome lines without their counters and timings (a parallel build prints them in completion order)."""
+    return {re.sub(r"\(\d+\.\d s\)", "(s)", re.sub(r"^\[\d+/", "[", line))
+            for line in lines if line.startswith("[") and " ... " in line}
 
 
-def test_parallel_build_writes_the_serial_builds_bytes(tmp_path, scans, capsys):
+def steps(lines: list[str]) -> set[str]:
+    """The lines printed while scans build: ``  <key>: <step>`` and frames done in the long steps."""
+    return {line for line in lines if re.match(r"^  synthetic/\S+: ", line)}
+
+
+def test_parallel_build_writes_the_serial_builds_bytes(tmp_path, scans, capfd):
     outs = {}
     printed = {}
     for workers in (1, 2):
         outs[workers] = tmp_path / f"out{workers}"
         assert main(["build", "--scans", str(scans), "--out", str(outs[workers]), "--workers", str(workers)]) == 0
-        printed[workers] = capsys.readouterr().out.splitlines()
+        printed[workers] = capfd.readouterr().out.splitlines()  # fd-level: the worker processes print too
     assert "building 3 scans on 2 worker processes" in printed[2]
     assert progress(printed[1]) == progress(printed[2])
     assert len(progress(printed[2])) == 3
+    # The same steps and frame counts are reported whichever process builds a scan.
+    assert steps(printed[1]) == steps(printed[2])
+    assert {"  synthetic/synth0000_00: visibility", "  synthetic/synth0000_00: visibility 24/24 frames",
+            "  synthetic/synth0000_00: scan_videos 12/24 frames"} <= steps(printed[2])
     failure = [line for line in printed[2] if line.startswith(f"  FAILED {BROKEN}: ")]
     assert failure and "synth0005_00.txt: axisAlignment" in failure[0]
     assert "summary: 2 ok, 1 failed" in printed[2]

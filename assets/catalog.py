@@ -1,0 +1,198 @@
+"""What the Dagster catalog shows per asset: kinds, owner, tags, column schema, code version, previews.
+
+Every table asset is declared through ``table_asset`` / ``table_out`` so its
+catalog page carries, before anything is built, the column schema of
+``pipeline.schemas`` (with the column notes written next to each column
+there), the kinds ``polars`` and ``parquet``, the team that owns it and its
+stage; the Parquet IO manager adds, per materialization, ``dagster/row_count``,
+a clickable path and a small Markdown preview (``materialization_metadata``).
+
+Code versions are a hash of the source the asset's step can run: its asset
+module and every module of this project it imports, followed transitively
+through ``import`` statements (lazy imports inside functions included). An
+asset whose code did not change keeps its code version, so the UI does not
+mark it stale and "Materialize stale" leaves it alone; an edit anywhere it
+imports changes it. Over-approximating (a module imported but not used) only
+costs an extra rebuild, never a missed one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT_PACKAGES = ("pipeline", "expectations", "assets", "resources")
+OWNERS = ["team:scan2qa"]
+TABLE_KINDS = {"polars", "parquet"}
+PREVIEW_ROWS = 5
+PREVIEW_CELL = 40  # characters per preview cell
+
+
+# --- column schema ------------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _column_notes() -> dict[str, dict[str, str]]:
+    """Per table, the comment written after each column in ``pipeline/schemas.py`` (``("x", _f64),  # note``)."""
+    notes: dict[str, dict[str, str]] = {}
+    table = None
+    for line in (ROOT / "pipeline" / "schemas.py").read_text().splitlines():
+        opened = re.match(r'\s*"(\w+)": pa\.schema\(', line)
+        if opened:
+            table = opened.group(1)
+            notes[table] = {}
+            continue
+        column = re.match(r'\s*\("(\w+)",.*\),\s*#\s*(.+)$', line)
+        if table and column:
+            notes[table][column.group(1)] = column.group(2).strip()
+    return notes
+
+
+def column_schema(table: str) -> dg.TableSchema:
+    """The table's Arrow schema from ``pipeline.schemas`` as a Dagster ``TableSchema``."""
+    from pipeline.schemas import SCHEMAS
+
+    source = "qa" if table in ("qa_candidates", "pinpoint_qa_candidates", "pinpoint_qa") else table
+    notes = _column_notes().get(source, {})
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(name=f.name, type=str(f.type), description=notes.get(f.name),
+                           constraints=dg.TableColumnConstraints(nullable=f.nullable))
+            for f in SCHEMAS[table]
+        ]
+    )
+
+
+# --- code versions ------------------------------------------------------------------------------------------------
+
+
+def _module_file(name: str) -> Path | None:
+    parts = name.split(".")
+    if parts[0] not in PROJECT_PACKAGES:
+        return None
+    base = ROOT.joinpath(*parts)
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(?:\(([^)]*)\)|([\w \t,]*))|import[ \t]+([\w.]+))", re.M
+)
+
+
+@lru_cache(maxsize=None)
+def _imports(path: Path) -> frozenset[str]:
+    """Modules a file imports, at any indentation (lazy imports too); a line scan, cheaper than parsing."""
+    names: set[str] = set()
+    package = path.relative_to(ROOT).with_suffix("").parts[:-1]
+    for source, grouped, listed, plain in _IMPORT.findall(path.read_text()):
+        listed = grouped or listed
+        if plain:
+            names.add(plain)
+            continue
+        module = source.lstrip(".")
+        level = len(source) - len(module)
+        if level:
+            base = list(package[: len(package) - level + 1])
+            module = ".".join([*base, module] if module else base)
+        names.add(module)
+        for name in re.split(r"[,\s]+", re.sub(r"#[^\n]*", "", listed)):
+            if name and name != "as":
+                names.add(f"{module}.{name}")  # ``from package import module`` (a function's name just misses)
+    return frozenset(names)
+
+
+@lru_cache(maxsize=None)
+def code_version(module: str) -> str:
+    """Hash of ``module``'s file and every project module it imports, transitively (12 hex digits)."""
+    seen: dict[str, Path] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        path = _module_file(name)
+        if path is None or str(path) in seen:
+            continue
+        seen[str(path)] = path
+        todo.extend(_imports(path))
+        parent = name.rsplit(".", 1)[0] if "." in name else None
+        if parent:
+            todo.append(parent)  # a package's __init__ runs before its modules
+    digest = hashlib.sha256()
+    for key in sorted(seen):
+        digest.update(str(seen[key].relative_to(ROOT)).encode())
+        digest.update(seen[key].read_bytes())
+    return digest.hexdigest()[:12]
+
+
+# --- declarations -------------------------------------------------------------------------------------------------
+
+
+def _stage(module: str) -> str:
+    return module.rsplit(".", 1)[-1]
+
+
+def table_asset(table: str, module: str) -> dict[str, Any]:
+    """Keyword arguments of ``@dg.asset`` for an asset stored as the table ``table`` by the Parquet IO manager."""
+    return {
+        "kinds": set(TABLE_KINDS),
+        "owners": list(OWNERS),
+        "tags": {"stage": _stage(module)},
+        "code_version": code_version(module),
+        "metadata": {"dagster/column_schema": column_schema(table), "table": table},
+    }
+
+
+def table_out(table: str, module: str, description: str) -> dg.AssetOut:
+    """A ``dg.AssetOut`` of a multi-asset, declared like ``table_asset``."""
+    return dg.AssetOut(description=description, **table_asset(table, module))
+
+
+def file_asset(module: str, kinds: set[str]) -> dict[str, Any]:
+    """Keyword arguments for an asset whose output is files rather than a table (videos, the release)."""
+    return {"kinds": set(kinds), "owners": list(OWNERS), "tags": {"stage": _stage(module)},
+            "code_version": code_version(module)}
+
+
+# --- per-materialization metadata ---------------------------------------------------------------------------------
+
+
+def _cell(value: Any) -> str:
+    text = str(value).replace("|", "\\|").replace("\n", " ")
+    return text if len(text) <= PREVIEW_CELL else text[: PREVIEW_CELL - 1] + "…"
+
+
+def preview(df, rows: int = PREVIEW_ROWS) -> str:
+    """The first rows of a polars frame as a small Markdown table (long cells cut)."""
+    if df.width == 0:
+        return "(no columns)"
+    head = df.head(rows)
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in head.iter_rows()]
+    if df.height > rows:
+        lines.append(f"\n… {df.height - rows:,} more rows")
+    elif df.height == 0:
+        lines.append("\n(no rows)")
+    return "\n".join(lines)
+
+
+def path_value(path) -> dg.MetadataValue:
+    """A clickable location: a local path, or the URL of an object-store location."""
+    text = str(path)
+    return dg.MetadataValue.url(text) if "://" in text and not text.startswith("file://") else dg.MetadataValue.path(text)
+
+
+def materialization_metadata(table: str, df, path) -> dict[str, Any]:
+    """What the IO manager records per stored table: row count, path, preview and the columns written."""
+    return {
+        "dagster/row_count": dg.MetadataValue.int(df.height),
+        "path": path_value(path),
+        "preview": dg.MetadataValue.md(preview(df)),
+    }

@@ -10,7 +10,7 @@ letter balancing) per profile over all partitions that succeeded.
 import dagster as dg
 import polars as pl
 
-from assets.catalog import table_asset
+from assets.catalog import table_asset, table_out
 from assets.partitions import scan_partitions
 from pipeline import schemas
 from pipeline.schemas import BUDGETS
@@ -54,27 +54,40 @@ def qa_candidates(
     return pl.concat(frames) if frames else schemas.empty("qa_candidates")
 
 
-@dg.asset(
-    group_name="qa",
+@dg.multi_asset(
+    outs={
+        "qa": table_out(
+            "qa", __name__, "the filtered, subsampled, letter-balanced question table of the whole benchmark (all profiles)"
+        ),
+        "qa_distribution_drops": table_out(
+            "qa_distribution_drops",
+            __name__,
+            "questions the answer-distribution control dropped, per profile, with answer class and reason",
+        ),
+    },
     ins={
         "qa_candidates": dg.AssetIn("qa_candidates", partition_mapping=dg.AllPartitionMapping()),
         "pinpoint_qa": dg.AssetIn("pinpoint_qa"),
     },
-    description="the filtered, subsampled, letter-balanced question table of the whole benchmark (all profiles)",
-    **table_asset("qa", __name__),
+    group_name="qa",
+    can_subset=False,
 )
 def qa(
     context: dg.AssetExecutionContext, storage: StorageResource, qa_candidates: TableParts, pinpoint_qa: pl.DataFrame
-) -> pl.DataFrame:
+):
     from pipeline.qa.finalize import finalize_qa_parts
 
     config = storage.config()
+    drops: list[pl.DataFrame] = []
     # Candidates arrive unread: thousands of scans' worth is read in batches of whole scans.
-    tables = finalize_qa_parts(qa_candidates, profiles=question_profiles(config.profiles), seed=config.seed)
+    tables = finalize_qa_parts(
+        qa_candidates, profiles=question_profiles(config.profiles), seed=config.seed, drops=drops
+    )
     if "pinpointqa" in config.profiles:
         tables.append(schemas.conform("qa", pinpoint_qa))
     table = pl.concat(tables) if tables else schemas.empty("qa")
     counts = table.group_by("profile", "question_type").len().sort("profile", "question_type")
     per_type = {f"{r['profile']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
-    context.add_output_metadata({"per_type": dg.MetadataValue.json(per_type)})
-    return table
+    record = schemas.conform("qa_distribution_drops", pl.concat(drops)) if drops else schemas.empty("qa_distribution_drops")
+    yield dg.Output(table, output_name="qa", metadata={"per_type": dg.MetadataValue.json(per_type)})
+    yield dg.Output(record, output_name="qa_distribution_drops")

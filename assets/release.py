@@ -39,7 +39,7 @@ def reviewer_verdicts(storage: StorageResource) -> dg.ObserveResult:
 
 
 @dg.asset(
-    deps=["qa", reviewer_verdicts],
+    deps=["qa", "qa_distribution_drops", reviewer_verdicts],
     group_name="release",
     description="gated, atomic release with manifest, reviewer report and Data Docs (the one Great Expectations gate)",
     **file_asset(__name__, {"great_expectations", "html"}),

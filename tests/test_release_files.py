@@ -174,3 +174,13 @@ def test_staging_of_a_live_build_is_left_alone(tmp_path):
         assert live.is_dir()
     # Left unrenamed and unlocked (as by a killed build): the next clean-up takes it.
     assert remove_abandoned_staging(releases) == [live.name]
+
+
+def test_release_ships_the_answer_distribution_record_that_stats_reads(built, capsys):
+    """The control's record travels with the release, so ``scan2qa stats`` on a release says what was dropped."""
+    from pipeline.cli import main
+
+    tables = built.release / "tables"
+    assert (tables / "qa_distribution_drops.parquet").is_file()
+    assert main(["stats", "--qa", str(tables / "qa.parquet"), "--json"]) == 0
+    assert capsys.readouterr().out.strip()

@@ -54,6 +54,7 @@ RELEASED_TABLES = (
     "object_visibility",
     "dummy_videos",
     "qa",
+    "qa_distribution_drops",  # what the answer-distribution control left out, and why (scan2qa stats reads it)
     "pinpoint_targets",
     "pinpoint_neighbors",
 )

@@ -81,3 +81,20 @@ def test_gated_release_writes_report_docs_manifest_and_blocks_on_failure(tmp_pat
     with pytest.raises(ReleaseBlocked, match="qa.answer_in_options"):
         build_release(config, tables=broken)
     assert latest_release(tmp_path / "out" / "releases") == outcome.release.version
+
+
+def test_a_scan_that_failed_this_build_is_left_out_of_every_released_table():
+    """Its partition keeps the last good tables, but the release lists it as excluded and ships none of its rows."""
+    import polars as pl
+
+    from pipeline.release.build import without_scans
+
+    tables = {
+        "qa": pl.DataFrame({"key": ["a/1", "b/2", "a/1"], "id": ["q1", "q2", "q3"]}),
+        "objects": pl.DataFrame({"key": ["a/1", "b/2"], "object_id": [1, 2]}),
+        "keyless": pl.DataFrame({"x": [1]}),
+    }
+    kept = without_scans(tables, {"a/1"})
+    assert kept["qa"]["id"].to_list() == ["q2"] and kept["objects"]["key"].to_list() == ["b/2"]
+    assert kept["keyless"].equals(tables["keyless"])
+    assert without_scans(tables, set()) is tables

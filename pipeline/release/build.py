@@ -79,6 +79,17 @@ def run_release_gate(tables: dict[str, pl.DataFrame], config: Config, docs_dir: 
     )
 
 
+def without_scans(tables: dict[str, pl.DataFrame], keys: set[str]) -> dict[str, pl.DataFrame]:
+    """Every table without the rows of ``keys``: a scan that failed this build is left out even where an earlier
+    build of it left tables behind (its partition keeps them; the release does not ship them)."""
+    if not keys:
+        return tables
+    return {
+        name: df.filter(~pl.col("key").is_in(sorted(keys))) if "key" in df.columns else df
+        for name, df in tables.items()
+    }
+
+
 def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None, version: str | None = None) -> ReleaseOutcome:
     from expectations.data_docs import write_site
     from pipeline.release.report import write_report
@@ -92,6 +103,7 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
         raise ReleaseBlocked("no qa table has been built yet: nothing to release", {"success": False, "results": []})
     verdicts = read_verdicts(config.verdicts_path)
     excluded = read_excluded(config.output_root, config.storage_options)  # failed scans, skipped folders
+    tables = without_scans(tables, {entry["key"] for entry in excluded["failed_scans"]})
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
     gate = run_release_gate(tables, config)
     gate_dict = _with_meanings(gate.to_dict(), config)

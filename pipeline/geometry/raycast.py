@@ -75,6 +75,23 @@ class CameraRays:
         np.add(rows, C.reshape(1, -1), out=rows)
         return buf
 
+    def rays_at(self, pose: np.ndarray, pixels: np.ndarray) -> np.ndarray:
+        """(n, 6) float32 rays of some grid pixels (row-major indices ``v * grid_width + u``) for ``pose``.
+
+        Bit-identical to the same rows of ``rays(pose)``: the same float32
+        operations in the same order, so a coarse-to-fine cast that casts a
+        pixel here sees exactly what the full grid sees there.
+        """
+        pixels = np.asarray(pixels, dtype=np.int64)
+        v, u = np.divmod(pixels, self.grid_width)
+        pose = np.asarray(pose, dtype=np.float64)
+        R = pose[:3, :3].astype(np.float32)
+        out = np.empty((pixels.shape[0], 6), dtype=np.float32)
+        out[:, :3] = pose[:3, 3].astype(np.float32)
+        across = self.x[u, None] * R[:, 0] + R[:, 2]
+        np.add(self.y[v, None] * R[:, 1], across, out=out[:, 3:])
+        return out
+
 
 def pixel_rays(intrinsics: np.ndarray, pose: np.ndarray, width: int, height: int, scale: float = 1.0) -> np.ndarray:
     """(H', W', 6) float32 rays through pixel centres, camera-to-world ``pose`` in OpenCV axes.

@@ -17,10 +17,12 @@ from resources.storage import StorageResource
 @dg.asset(
     partitions_def=scan_partitions,
     group_name="visibility",
-    ins={"frames": dg.AssetIn("frames")},
+    ins={"frames": dg.AssetIn("frames"), "objects": dg.AssetIn("objects")},
     description="visible pixels, frame fraction and box of every object in every all-frame frame (ray cast)",
 )
-def visibility(context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame) -> pl.DataFrame:
+def visibility(
+    context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame, objects: pl.DataFrame
+) -> pl.DataFrame:
     from pipeline import schemas
     from pipeline.visibility.cast import compute_visibility
 
@@ -30,7 +32,9 @@ def visibility(context: dg.AssetExecutionContext, storage: StorageResource, fram
         context.add_output_metadata({"rows": 0, "frames_cast": 0})
         return schemas.empty("visibility")
     parsed = load_partition_scan(context, storage)
-    table = compute_visibility(key, scan_frames, parsed.mesh, storage.config(), image_rotation=parsed.image_rotation)
+    table = compute_visibility(
+        key, scan_frames, parsed.mesh, storage.config(), image_rotation=parsed.image_rotation, objects=objects
+    )
     context.add_output_metadata({"rows": table.height, "frames_cast": int(scan_frames["in_all_frame"].sum())})
     return table
 

@@ -350,3 +350,19 @@ register(
         format=_scaling("format_result"),
     ),
 )
+
+
+# --- whole builds, full-resolution vs adaptive visibility (target owned by pipeline/bench/build.py) -----------------
+
+from pipeline.bench import build as build_bench  # noqa: E402
+
+register(
+    "build",
+    Bench(
+        help="the same synthetic scans built with visibility.cast full and adaptive: CPU-s per scan and per frame, "
+        "dataset-wide CPU-s, and identical decisions and questions",
+        add_arguments=build_bench.add_arguments,
+        run=build_bench.run_build_bench,
+        format=build_bench.format_result,
+    ),
+)

@@ -118,3 +118,68 @@ def test_visibility_config_is_checked():
         dataclasses.replace(Config().visibility, cast="sparse")
     with pytest.raises(ConfigError):
         dataclasses.replace(Config().visibility, coarse_step=6)
+
+
+def questions(key, tables, object_visibility, visibility, frames, samples, config):
+    """Every per-scan question of the ReVSI and VSI-Bench profiles, as the qa_candidates asset makes them."""
+    from pipeline.frames.dummy_videos import plan_dummy_videos
+    from pipeline.qa import generate_candidates
+    from pipeline.qa.dummy import dummy_object_sets
+    from pipeline.schemas import BUDGETS
+
+    dummy = plan_dummy_videos(key, dummy_object_sets(tables["objects"], object_visibility, key), visibility, frames)
+    parts = [
+        generate_candidates(tables["objects"], tables["rooms"], object_visibility, samples, dummy, key=key, budget=b,
+                            profile=p, config=config)
+        for p in ("revsi", "vsibench")
+        for b in BUDGETS
+    ]
+    return pl.concat(parts), dummy
+
+
+@pytest.mark.slow
+def test_twenty_generated_scenes_and_the_scannet_fixture_decide_as_the_full_cast(fixtures_dir):
+    """SPEC §3 decisions, best frames, dummy-video frames and every question equal between the two casts."""
+    from pipeline.scene.readers import read_scan
+    from pipeline.scene.tables import scene_tables
+    from pipeline.synth.scene import generate_scene
+    from tests.test_visibility_scenes import scannet_walk
+
+    config = Config()
+    counted = {"scans": 0, "decisions": 0, "best_frames": 0, "questions": 0, "dummy_videos": 0, "exact_rows": 0,
+               "rows": 0}
+    scans = [("synth", i) for i in range(20)] + [("scannet", 0)]
+    for kind, index in scans:
+        if kind == "synth":
+            parsed = generate_scene(seed=11, scene_index=index, frames=60).to_parsed_scan()
+            tables = scene_tables(parsed, config)
+            frames = tables["frames"]
+        else:
+            scan_config = Config(label_map=str(fixtures_dir / "scannet" / "scannetv2-labels.combined.tsv"))
+            parsed = read_scan(fixtures_dir / "scannet" / "scene0000_00", scan_config)
+            tables = scene_tables(parsed, scan_config)
+            v = parsed.mesh.vertices
+            frames = scannet_walk(parsed.key, (v.min(axis=0) + v.max(axis=0)) / 2, frames=120)
+        key, objects = parsed.key, tables["objects"]
+        samples = sample_frames(frames, config)
+        full = compute_visibility(key, frames, parsed.mesh, config_for("full"))
+        adaptive = compute_visibility(key, frames, parsed.mesh, config, objects=objects)
+        a = object_visibility(key, full, samples, objects, config=config)
+        b = object_visibility(key, adaptive, samples, objects, config=config)
+        assert a.equals(b), key
+        exact = adaptive.filter(pl.col("pixels_exact")).drop("pixels_exact")
+        on = ["frame_index", "object_id"]
+        assert exact.equals(full.join(exact.select(on), on=on, how="semi").drop("pixels_exact")), key
+        if kind == "synth":
+            qa_full, dummy_full = questions(key, tables, a, full, frames, samples, config)
+            qa_adaptive, dummy_adaptive = questions(key, tables, b, adaptive, frames, samples, config)
+            assert qa_full.equals(qa_adaptive), key
+            assert dummy_full.equals(dummy_adaptive), key
+            counted["questions"] += qa_full.height
+            counted["dummy_videos"] += dummy_full.height
+        counted["scans"] += 1
+        counted["decisions"] += a.height
+        counted["best_frames"] += int(a["best_frame"].is_not_null().sum())
+        counted["exact_rows"] += exact.height
+        counted["rows"] += adaptive.height
+    print(f"\ncompared {counted}")

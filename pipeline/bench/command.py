@@ -194,6 +194,7 @@ def run_visibility_bench(triangles: int = 150_000, frames: int = 1000, scale: fl
     mesh = synthetic_room(triangles)
     table = camera_walk(key, frames)
     config = Config()
+    config.visibility.cast = "full"  # this bench measures the one-ray-per-pixel step; `bench build` the adaptive one
     raycaster = MeshRaycaster(mesh.vertices, mesh.triangles)
     poses = [np.asarray(p).reshape(4, 4) for p in table["pose"].to_list()]
     K = np.asarray(table["intrinsics"][0]).reshape(3, 3)

@@ -82,14 +82,21 @@ class CameraRays:
         operations in the same order, so a coarse-to-fine cast that casts a
         pixel here sees exactly what the full grid sees there.
         """
-        pixels = np.asarray(pixels, dtype=np.int64)
-        v, u = np.divmod(pixels, self.grid_width)
+        pixels = np.asarray(pixels)
+        v = pixels // self.grid_width
+        u = pixels - v * self.grid_width
         pose = np.asarray(pose, dtype=np.float64)
         R = pose[:3, :3].astype(np.float32)
+        xs, ys = self.x[u], self.y[v]
+        # Per world axis k: (x[u] R[k,0] + R[k,2]) + y[v] R[k,1], float32 throughout as in rays().
+        direction = np.empty((3, pixels.shape[0]), dtype=np.float32)
+        for k in range(3):
+            np.multiply(xs, R[k, 0], out=direction[k])
+            direction[k] += R[k, 2]
+            direction[k] += ys * R[k, 1]
         out = np.empty((pixels.shape[0], 6), dtype=np.float32)
         out[:, :3] = pose[:3, 3].astype(np.float32)
-        across = self.x[u, None] * R[:, 0] + R[:, 2]
-        np.add(self.y[v, None] * R[:, 1], across, out=out[:, 3:])
+        out[:, 3:] = direction.T
         return out
 
 

@@ -32,8 +32,8 @@ class VisibilityConfig:
     # (pipeline/visibility/coarse_to_fine.py); "full": one ray per pixel of every frame.
     cast: str = "adaptive"
     coarse_step: int = 8  # adaptive: pixels between coarse rays (a power of two)
-    exact_margin: float = 0.1  # adaptive: an estimate E decides only farther than exact_margin * E + ...
-    exact_margin_pixels: int = 128  # ... exact_margin_pixels from a threshold; nearer counts are cast exactly
+    exact_margin: float = 0.5  # adaptive: an estimate E decides only farther than exact_margin * coarse_step * sqrt(E)
+    exact_margin_pixels: int = 128  # ... + exact_margin_pixels from a threshold or a best frame; else it is cast exactly
     footprint_cell: float = 0.5  # adaptive: metres; objects are bounded by one box per grid cell of their triangles
 
     def __post_init__(self):

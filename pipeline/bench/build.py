@@ -123,6 +123,14 @@ def fit(frames: list[int], seconds: list[float]) -> dict | None:
     return {"a_cpu_s": round(float(a), 3), "b_cpu_ms_per_frame": round(float(b) * 1000.0, 3)}
 
 
+def margin(counts: np.ndarray) -> np.ndarray:
+    """The adaptive cast's error margin for estimated counts under the default config."""
+    from pipeline.config import VisibilityConfig
+
+    v = VisibilityConfig()
+    return v.exact_margin * v.coarse_step * np.sqrt(counts) + v.exact_margin_pixels
+
+
 def compare_builds(full: Path, adaptive: Path) -> dict:
     """Decisions, exact rows and questions of two builds of the same scans."""
     from pipeline.storage import read_table
@@ -158,6 +166,16 @@ def compare_builds(full: Path, adaptive: Path) -> dict:
         same = all(joined[c].equals(joined[f"{c}_full"], check_names=False) for c in cols[2:])
         seen_same = set(zip(av["frame_index"], av["object_id"])) == set(zip(fv["frame_index"], fv["object_id"]))
         out["exact_rows_identical"] &= bool(same and seen_same)
+        estimated = av.filter(~pl.col("pixels_exact")).join(
+            fv.select("frame_index", "object_id", pl.col("visible_pixels").alias("full_pixels")),
+            on=["frame_index", "object_id"], how="left",
+        )
+        if estimated.height:
+            est = estimated["visible_pixels"].to_numpy().astype(float)
+            error = np.abs(est - estimated["full_pixels"].fill_null(0).to_numpy())
+            out["largest_estimate_error_px"] = max(out.get("largest_estimate_error_px", 0), int(error.max()))
+            share = float((error / margin(est)).max())
+            out["largest_error_share_of_margin"] = round(max(out.get("largest_error_share_of_margin", 0.0), share), 4)
     qa_cols = ["id", "budget", "question_type", "question", "options", "ground_truth", "answer_value", "used_obj_ids", "video"]
     qa_a, qa_b = full / "tables" / "qa.parquet", adaptive / "tables" / "qa.parquet"
     qa_full = pl.read_parquet(qa_a) if qa_a.exists() else pl.DataFrame()
@@ -230,7 +248,8 @@ def format_result(r: dict) -> str:
             f"{c['exact_visibility_rows']} exact + {c['estimated_visibility_rows']} estimated visibility rows "
             f"(full: {c['visibility_rows_full']}), exact rows identical={c['exact_rows_identical']}; "
             f"{c['qa_rows']} qa rows ({', '.join(c['qa_columns_compared'])}) identical={c['qa_identical']} "
-            f"(every column: {c['qa_all_columns_identical']})"
+            f"(every column: {c['qa_all_columns_identical']}); largest estimate error "
+            f"{c.get('largest_estimate_error_px', 0)} px = {c.get('largest_error_share_of_margin', 0.0):.0%} of its margin"
         )
     for mode in MODES:
         s = r["summary"][mode]

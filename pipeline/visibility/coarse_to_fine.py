@@ -7,7 +7,7 @@ decides which counts must be exact - every count some decision depends on:
 * **fraction threshold** (``frame_fraction > fraction_threshold``) and **pixel
   floor** (``visible_pixels >= small_object_pixels``, small objects): an
   estimate decides only when it is farther from the threshold than its error
-  margin ``margin(E) = exact_margin * E + exact_margin_pixels``; otherwise the
+  margin (``exact_margin * coarse_step * sqrt(E) + exact_margin_pixels``); otherwise the
   count is resolved. So every per-frame "meets the rule" is the full cast's,
   and with it ``visible``, ``first_frame`` and ``rule`` of every budget.
 * **any pixel at all** (``visible_pixels > 0``: ``frames_visible`` and the
@@ -127,6 +127,12 @@ class CoarseToFineScan:
     # --- one frame ---------------------------------------------------------------------------------------------------
 
     def margin(self, counts: np.ndarray) -> np.ndarray:
+        """How far an estimated count may be from the full cast's: exact_margin * step * sqrt(E) + exact_margin_pixels.
+
+        Misses are detail thinner than a block inside blocks whose corners agree, so they grow with the
+        silhouette length (about sqrt(E)) times the block size; on the ScanNet fixture the largest error at
+        step 8 is about 2.8 sqrt(E) px, 70% of this margin at the default exact_margin 0.5.
+        """
         return self.margin_rel * self.step * np.sqrt(counts) + self.margin_px
 
     def _uncertain(self, fc: FrameCast, pixels: int) -> np.ndarray:

@@ -28,9 +28,10 @@ class VisibilityConfig:
     fraction_threshold: float = 0.05  # ReVSI: > 5% of the frame in the best sampled frame
     small_object_pixels: int = 150  # pixel floor for small-vocabulary objects at 640x480
     resolution_scale: float = 1.0  # < 1 renders a reduced-resolution mask and rescales counts (estimates only)
-    # "adaptive": coarse grid, silhouettes at full resolution, and exact counts wherever a decision reads one
-    # (pipeline/visibility/coarse_to_fine.py); "full": one ray per pixel of every frame.
-    cast: str = "adaptive"
+    # "full": one ray per pixel of every frame. "adaptive" (experimental): coarse grid, silhouettes at full
+    # resolution, exact counts wherever a decision reads one (pipeline/visibility/coarse_to_fine.py); its error
+    # margin is not yet a safe bound (see README), so it is not the default.
+    cast: str = "full"
     coarse_step: int = 8  # adaptive: pixels between coarse rays (a power of two)
     exact_margin: float = 0.5  # adaptive: an estimate E decides only farther than exact_margin * coarse_step * sqrt(E)
     exact_margin_pixels: int = 128  # ... + exact_margin_pixels from a threshold or a best frame; else it is cast exactly

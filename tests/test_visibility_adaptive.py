@@ -106,7 +106,7 @@ def test_adaptive_on_generated_scenes_matches_full_decisions():
         tables = scene_tables(parsed, config)
         frames, objects = tables["frames"], tables["objects"]
         full = compute_visibility(parsed.key, frames, parsed.mesh, config_for("full"))
-        adaptive = compute_visibility(parsed.key, frames, parsed.mesh, config, objects=objects)
+        adaptive = compute_visibility(parsed.key, frames, parsed.mesh, config_for("adaptive"), objects=objects)
         samples = sample_frames(frames, config)
         a = object_visibility(parsed.key, full, samples, objects, config=config)
         b = object_visibility(parsed.key, adaptive, samples, objects, config=config)
@@ -163,7 +163,7 @@ def test_twenty_generated_scenes_and_the_scannet_fixture_decide_as_the_full_cast
         key, objects = parsed.key, tables["objects"]
         samples = sample_frames(frames, config)
         full = compute_visibility(key, frames, parsed.mesh, config_for("full"))
-        adaptive = compute_visibility(key, frames, parsed.mesh, config, objects=objects)
+        adaptive = compute_visibility(key, frames, parsed.mesh, config_for("adaptive"), objects=objects)
         a = object_visibility(key, full, samples, objects, config=config)
         b = object_visibility(key, adaptive, samples, objects, config=config)
         assert a.equals(b), key

@@ -124,7 +124,7 @@ def fit(frames: list[int], seconds: list[float]) -> dict | None:
 
 
 def margin(counts: np.ndarray) -> np.ndarray:
-    """The adaptive cast's error margin for estimated counts under the default config."""
+    """The adaptive cast's error margin for estimated counts under the default margin settings."""
     from pipeline.config import VisibilityConfig
 
     v = VisibilityConfig()

@@ -150,8 +150,8 @@ def compute_visibility(
     a scan stored sideways sees exactly what the same scan stored sky-up sees.
     Frames whose pose is not finite are never cast.
 
-    ``visibility.cast`` picks how: ``full`` casts one ray per pixel (every row
-    exact); ``adaptive`` (the default) casts coarse-to-fine and makes exact
+    ``visibility.cast`` picks how: ``full`` (the default) casts one ray per pixel
+    (every row exact); ``adaptive`` (experimental) casts coarse-to-fine and makes exact
     every count a SPEC §3 decision reads (``pipeline.visibility.coarse_to_fine``),
     using the scan's ``objects`` (small and structural flags) when given. With
     ``resolution_scale`` < 1 (default from config) a reduced grid is cast instead

@@ -19,11 +19,13 @@ from resources.storage import StorageResource
 @dg.asset(
     partitions_def=scan_partitions,
     group_name="visibility",
-    ins={"frames": dg.AssetIn("frames")},
+    ins={"frames": dg.AssetIn("frames"), "objects": dg.AssetIn("objects")},
     description="visible pixels, frame fraction and box of every object in every all-frame frame (ray cast)",
     **table_asset("visibility", __name__),
 )
-def visibility(context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame) -> pl.DataFrame:
+def visibility(
+    context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame, objects: pl.DataFrame
+) -> pl.DataFrame:
     from pipeline import schemas
     from pipeline.visibility.cast import compute_visibility, scan_raycaster
 
@@ -36,7 +38,8 @@ def visibility(context: dg.AssetExecutionContext, storage: StorageResource, fram
     frames_cast = int(scan_frames["in_all_frame"].sum())
     raycaster = CountingRaycaster(FrameCounter(context, "visibility", frames_cast), scan_raycaster(key, parsed.mesh))
     table = compute_visibility(
-        key, scan_frames, parsed.mesh, storage.config(), image_rotation=parsed.image_rotation, raycaster=raycaster
+        key, scan_frames, parsed.mesh, storage.config(),
+        image_rotation=parsed.image_rotation, raycaster=raycaster, objects=objects,
     )
     context.add_output_metadata({"frames_cast": frames_cast})
     return table

@@ -20,11 +20,31 @@ from pipeline.errors import ConfigError
 from pipeline.pinpoint.config import PinpointConfig
 
 
+VISIBILITY_CASTS = ("adaptive", "full")
+
+
 @dataclass
 class VisibilityConfig:
     fraction_threshold: float = 0.05  # ReVSI: > 5% of the frame in the best sampled frame
     small_object_pixels: int = 150  # pixel floor for small-vocabulary objects at 640x480
-    resolution_scale: float = 1.0  # < 1 renders a reduced-resolution mask and rescales counts
+    resolution_scale: float = 1.0  # < 1 renders a reduced-resolution mask and rescales counts (estimates only)
+    # "full": one ray per pixel of every frame. "adaptive" (experimental): coarse grid, silhouettes at full
+    # resolution, exact counts wherever a decision reads one (pipeline/visibility/coarse_to_fine.py); its error
+    # margin is not yet a safe bound (see README), so it is not the default.
+    cast: str = "full"
+    coarse_step: int = 8  # adaptive: pixels between coarse rays (a power of two)
+    exact_margin: float = 0.5  # adaptive: an estimate E decides only farther than exact_margin * coarse_step * sqrt(E)
+    exact_margin_pixels: int = 128  # ... + exact_margin_pixels from a threshold or a best frame; else it is cast exactly
+    footprint_cell: float = 0.5  # adaptive: metres; objects are bounded by one box per grid cell of their triangles
+
+    def __post_init__(self):
+        if self.cast not in VISIBILITY_CASTS:
+            raise ConfigError(f"visibility.cast must be one of {list(VISIBILITY_CASTS)}, got {self.cast!r}")
+        step = int(self.coarse_step)
+        if step < 2 or step & (step - 1):
+            raise ConfigError(f"visibility.coarse_step must be a power of two >= 2, got {self.coarse_step}")
+        if self.exact_margin < 0 or self.exact_margin_pixels < 0 or not self.footprint_cell > 0:
+            raise ConfigError("visibility.exact_margin, exact_margin_pixels must be >= 0 and footprint_cell > 0")
 
 
 @dataclass

@@ -123,6 +123,10 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("visible_pixels", _i32),
             ("frame_fraction", _f64),
             ("bbox", pa.list_(_i32)),  # x_min, y_min, x_max, y_max of the visible pixels
+            # True: visible_pixels, frame_fraction and bbox are the full-resolution cast's. False: an estimate of the
+            # coarse-to-fine cast (visibility.cast = adaptive; only where no decision reads the count) or of a
+            # reduced grid (resolution_scale < 1). Null in tables written before the column existed.
+            ("pixels_exact", _bool),
         ]
     ),
     # Per budget and object: the SPEC §3 visibility decision.

@@ -43,3 +43,12 @@ def test_discovery_bench_times_an_existing_root(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "3 scans, root" in text and "old tick" in text and "touched" not in text
     assert sorted(p.name for p in (tmp_path / "scans").iterdir()) == ["scene0000_00", "scene0001_00", "scene0002_00"]
+
+
+def test_build_bench_is_registered_and_fits_cost_per_frame():
+    from pipeline.bench.build import fit
+    from pipeline.bench.command import BENCHES
+
+    assert "build" in BENCHES
+    assert fit([100, 300, 300], [3.0, 7.0, 7.0]) == {"a_cpu_s": 1.0, "b_cpu_ms_per_frame": 20.0}
+    assert fit([100, 100], [1.0, 2.0]) is None

@@ -94,7 +94,9 @@ def test_box_seen_head_on_matches_analytic_projection():
     assert abs((x1 - x0 + 1) - 128.2) <= 1 and abs((y1 - y0 + 1) - 128.2) <= 1
 
 
-def test_counts_and_boxes_equal_renderer_pixel_for_pixel():
+@pytest.mark.parametrize("cast", ["full", "adaptive"])
+def test_counts_and_boxes_equal_renderer_pixel_for_pixel(cast):
+    """Full cast: every row is the renderer's. Adaptive: the same objects per frame, and every exact row is."""
     rng = np.random.default_rng(3)
     parts = [(box((-6, -6, -0.1), (6, 6, 0)), 0), (box((-6, -6, 3), (6, 6, 3.1)), 1)]
     for oid in range(2, 14):
@@ -104,7 +106,10 @@ def test_counts_and_boxes_equal_renderer_pixel_for_pixel():
     parts.append((box((5, -6, 0), (5.1, 6, 3)), -1))  # unannotated wall
     mesh = assemble(parts)
     poses = [look_at((0, 0, 1.5), (np.cos(a) * 3, np.sin(a) * 3, 0.8)) for a in np.linspace(0, 6, 7)]
-    vis = compute_visibility(KEY, frames_table(poses), mesh)
+    config = Config()
+    config.visibility.cast = cast
+    vis = compute_visibility(KEY, frames_table(poses), mesh, config)
+    assert vis["pixels_exact"].all() == (cast == "full")
     rc = MeshRaycaster(mesh.vertices, mesh.triangles)
     lookup = TriangleObjects(mesh.triangle_object_ids, len(mesh.triangles))
     for i, pose in enumerate(poses):
@@ -113,11 +118,12 @@ def test_counts_and_boxes_equal_renderer_pixel_for_pixel():
         for oid in np.unique(ids[ids >= 0]):
             ys, xs = np.nonzero(ids == oid)
             expected[int(oid)] = (len(xs), [xs.min(), ys.min(), xs.max(), ys.max()])
-        got = {
-            r["object_id"]: (r["visible_pixels"], r["bbox"])
-            for r in vis.filter(pl.col("frame_index") == i).iter_rows(named=True)
-        }
-        assert got == {k: (n, [int(b) for b in bb]) for k, (n, bb) in expected.items()}
+        rows = vis.filter(pl.col("frame_index") == i)
+        got = {r["object_id"]: (r["visible_pixels"], r["bbox"]) for r in rows.iter_rows(named=True)}
+        expected = {k: (n, [int(b) for b in bb]) for k, (n, bb) in expected.items()}
+        assert set(got) == set(expected)  # without objects every object is proven unseen where it is
+        exact = set(rows.filter(pl.col("pixels_exact"))["object_id"].to_list())
+        assert {k: got[k] for k in exact} == {k: expected[k] for k in exact}
 
 
 def test_frame_objects_run_lengths_agree_with_naive_count():

@@ -31,6 +31,7 @@ def test_visible_ids_equal_the_synthetic_renderer_pixel_for_pixel():
     scene = generate_scene(seed=7, scene_index=0, frames=30)
     parsed = scene.to_parsed_scan()
     config = Config()
+    config.visibility.cast = "full"  # every row exact (the adaptive cast's exact rows: tests/test_visibility_adaptive.py)
     frames = scene_tables(parsed, config)["frames"]
     vis = compute_visibility(parsed.key, frames, parsed.mesh, config)
     renderer = FrameRenderer(scene)

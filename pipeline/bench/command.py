@@ -194,6 +194,7 @@ def run_visibility_bench(triangles: int = 150_000, frames: int = 1000, scale: fl
     mesh = synthetic_room(triangles)
     table = camera_walk(key, frames)
     config = Config()
+    config.visibility.cast = "full"  # this bench measures the one-ray-per-pixel step; `bench build` the adaptive one
     raycaster = MeshRaycaster(mesh.vertices, mesh.triangles)
     poses = [np.asarray(p).reshape(4, 4) for p in table["pose"].to_list()]
     K = np.asarray(table["intrinsics"][0]).reshape(3, 3)
@@ -348,5 +349,21 @@ register(
         add_arguments=_scaling("add_arguments"),
         run=_scaling("run_scaling_bench"),
         format=_scaling("format_result"),
+    ),
+)
+
+
+# --- whole builds, full-resolution vs adaptive visibility (target owned by pipeline/bench/build.py) -----------------
+
+from pipeline.bench import build as build_bench  # noqa: E402
+
+register(
+    "build",
+    Bench(
+        help="the same synthetic scans built with visibility.cast full and adaptive: CPU-s per scan and per frame, "
+        "dataset-wide CPU-s, and identical decisions and questions",
+        add_arguments=build_bench.add_arguments,
+        run=build_bench.run_build_bench,
+        format=build_bench.format_result,
     ),
 )

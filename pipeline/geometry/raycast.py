@@ -85,6 +85,30 @@ class CameraRays:
         np.add(rows, C.reshape(1, -1), out=rows)
         return buf
 
+    def rays_at(self, pose: np.ndarray, pixels: np.ndarray) -> np.ndarray:
+        """(n, 6) float32 rays of some grid pixels (row-major indices ``v * grid_width + u``) for ``pose``.
+
+        Bit-identical to the same rows of ``rays(pose)``: the same float32
+        operations in the same order, so a coarse-to-fine cast that casts a
+        pixel here sees exactly what the full grid sees there.
+        """
+        pixels = np.asarray(pixels)
+        v = pixels // self.grid_width
+        u = pixels - v * self.grid_width
+        pose = np.asarray(pose, dtype=np.float64)
+        R = pose[:3, :3].astype(np.float32)
+        xs, ys = self.x[u], self.y[v]
+        # Per world axis k: (x[u] R[k,0] + R[k,2]) + y[v] R[k,1], float32 throughout as in rays().
+        direction = np.empty((3, pixels.shape[0]), dtype=np.float32)
+        for k in range(3):
+            np.multiply(xs, R[k, 0], out=direction[k])
+            direction[k] += R[k, 2]
+            direction[k] += ys * R[k, 1]
+        out = np.empty((pixels.shape[0], 6), dtype=np.float32)
+        out[:, :3] = pose[:3, 3].astype(np.float32)
+        out[:, 3:] = direction.T
+        return out
+
 
 def pixel_rays(intrinsics: np.ndarray, pose: np.ndarray, width: int, height: int, scale: float = 1.0) -> np.ndarray:
     """(H', W', 6) float32 rays through pixel centres, camera-to-world ``pose`` in OpenCV axes.

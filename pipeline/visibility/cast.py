@@ -33,6 +33,7 @@ from pipeline.frames.budgets import ALL, all_frame_table, output_size, scale_int
 from pipeline.geometry.raycast import CameraRays, MeshRaycaster
 from pipeline.geometry.turned_camera import turned_intrinsics, turned_pose
 from pipeline.scene.parsed import Mesh
+from pipeline.visibility.coarse_to_fine import CastFrame, CoarseToFineScan, object_flags
 
 RULE_FRACTION = "fraction"
 RULE_PIXEL_FLOOR = "pixel_floor"
@@ -138,31 +139,38 @@ def compute_visibility(
     image_rotation: int = 0,
     raycaster: MeshRaycaster | None = None,
     resolution_scale: float | None = None,
+    objects: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The sparse ``visibility`` table of one scan from its ``frames`` table and mesh.
 
     Renders every all-frame frame at the output video size (640x480 or 480x640
-    by orientation) with the frame's intrinsics rescaled to it. With
-    ``resolution_scale`` < 1 (default from config) a reduced grid is cast and
-    pixel counts are rescaled to the full frame. Rays are cast for the sky-up
-    camera (the stored one turned by ``image_rotation``, degrees clockwise), so
-    ``bbox`` is in the pixel coordinates of the written video and a scan stored
-    sideways sees exactly what the same scan stored sky-up sees. Frames whose
-    pose is not finite are never cast.
+    by orientation) with the frame's intrinsics rescaled to it. Rays are cast
+    for the sky-up camera (the stored one turned by ``image_rotation``, degrees
+    clockwise), so ``bbox`` is in the pixel coordinates of the written video and
+    a scan stored sideways sees exactly what the same scan stored sky-up sees.
+    Frames whose pose is not finite are never cast.
+
+    ``visibility.cast`` picks how: ``full`` (the default) casts one ray per pixel
+    (every row exact); ``adaptive`` (experimental) casts coarse-to-fine and makes exact
+    every count a SPEC §3 decision reads (``pipeline.visibility.coarse_to_fine``),
+    using the scan's ``objects`` (small and structural flags) when given. With
+    ``resolution_scale`` < 1 (default from config) a reduced grid is cast instead
+    and pixel counts are rescaled to the full frame (every row an estimate).
     """
     config = config or Config()
     scale = config.visibility.resolution_scale if resolution_scale is None else resolution_scale
     if not 0 < scale <= 1:
         raise ConfigError(f"visibility.resolution_scale must be in (0, 1], got {scale}")
-    seq = all_frame_table(frames.filter(pl.col("key") == key))
+    scan_frames = frames.filter(pl.col("key") == key)
+    seq = all_frame_table(scan_frames)
     if seq.height == 0:
         return schemas.empty("visibility")  # nothing to cast: an annotation-only scan needs no mesh here
     if raycaster is None:
         raycaster = scan_raycaster(key, mesh)
     lookup = TriangleObjects(None if mesh is None else mesh.triangle_object_ids, raycaster.triangle_count)
+    adaptive = scale == 1 and config.visibility.cast == "adaptive"
     cameras: dict[tuple, CameraRays] = {}
-    parts: list[tuple[int, FrameObjects, CameraRays]] = []
-    codes_lut = lookup.codes
+    planned: list[CastFrame] = []
     for frame_index, pose_values, k_values, width, height in zip(
         seq["frame_index"].to_list(),
         seq["pose"].to_list(),
@@ -180,16 +188,78 @@ def compute_visibility(
             K = scale_intrinsics(_matrix(k_values, (3, 3)), (width, height), (out_w, out_h))
             K, out_w, out_h = turned_intrinsics(K, out_w, out_h, image_rotation)
             cam = cameras[cam_key] = CameraRays(K, out_w, out_h, scale)
-        triangle_ids = raycaster.cast_triangle_ids(cam.rays(turned_pose(pose, image_rotation)))
+        planned.append(CastFrame(int(frame_index), turned_pose(pose, image_rotation), cam))
+    if adaptive:
+        return _adaptive_table(key, scan_frames, planned, raycaster, lookup, mesh, config, objects)
+    parts: list[tuple[int, FrameObjects, CameraRays]] = []
+    codes_lut = lookup.codes
+    for frame in planned:
+        cam = frame.cam
+        triangle_ids = raycaster.cast_triangle_ids(cam.rays(frame.pose))
         codes = codes_lut[triangle_ids].reshape(cam.grid_height, cam.grid_width)
-        parts.append((frame_index, frame_objects(codes, lookup.background), cam))
+        parts.append((frame.frame_index, frame_objects(codes, lookup.background), cam))
     return _visibility_table(key, parts, lookup)
+
+
+def _adaptive_table(
+    key: str,
+    frames: pl.DataFrame,
+    planned: list[CastFrame],
+    raycaster: MeshRaycaster,
+    lookup: TriangleObjects,
+    mesh: Mesh | None,
+    config: Config,
+    objects: pl.DataFrame | None,
+) -> pl.DataFrame:
+    if not planned:
+        return schemas.empty("visibility")
+    flags = object_flags(objects, key, lookup.object_ids)
+    scan = CoarseToFineScan(
+        key, frames, planned, raycaster, lookup.codes, lookup.object_ids, mesh.vertices, mesh.triangles, config, flags
+    )
+    results = scan.run()
+    n = lookup.background
+    cols: dict[str, list[np.ndarray]] = {n_: [] for n_ in ("frame", "obj", "px", "frac", "x0", "y0", "x1", "y1", "exact")}
+    for frame, counts in zip(planned, results):
+        codes = np.flatnonzero(counts.counts[:n] > 0)
+        if codes.size == 0:
+            continue
+        px = counts.counts[codes]
+        cols["frame"].append(np.full(codes.size, frame.frame_index, dtype=np.int64))
+        cols["obj"].append(lookup.object_ids[codes])
+        cols["px"].append(px)
+        cols["frac"].append(px / (frame.cam.grid_width * frame.cam.grid_height))
+        cols["x0"].append(counts.x_min[codes])
+        cols["y0"].append(counts.y_min[codes])
+        cols["x1"].append(counts.x_max[codes])
+        cols["y1"].append(counts.y_max[codes])
+        cols["exact"].append(counts.exact[codes])
+    if not cols["frame"]:
+        return schemas.empty("visibility")
+    cat = {name: np.concatenate(v) for name, v in cols.items()}
+    return _table(key, cat)
+
+
+def _table(key: str, cat: dict[str, np.ndarray]) -> pl.DataFrame:
+    bbox = np.stack([cat["x0"], cat["y0"], cat["x1"], cat["y1"]], axis=1).astype(np.int32)
+    df = pl.DataFrame(
+        {
+            "frame_index": cat["frame"].astype(np.int32),
+            "object_id": cat["obj"].astype(np.int32),
+            "visible_pixels": cat["px"].astype(np.int32),
+            "frame_fraction": cat["frac"].astype(np.float64),
+            "bbox": pl.Series("bbox", bbox).cast(pl.List(pl.Int32)),
+            "pixels_exact": cat["exact"].astype(bool),
+        }
+    )
+    return schemas.conform("visibility", df.with_columns(key=pl.lit(key)).sort("frame_index", "object_id"))
 
 
 def _visibility_table(key: str, parts: list[tuple[int, FrameObjects, CameraRays]], lookup: TriangleObjects) -> pl.DataFrame:
     if not parts:
         return schemas.empty("visibility")
     cols: dict[str, list[np.ndarray]] = {n: [] for n in ("frame", "obj", "px", "frac", "x0", "y0", "x1", "y1")}
+    reduced = any(cam.grid_width != cam.width or cam.grid_height != cam.height for _, _, cam in parts)
     for frame_index, fo, cam in parts:
         n = fo.codes.size
         if n == 0:
@@ -210,17 +280,8 @@ def _visibility_table(key: str, parts: list[tuple[int, FrameObjects, CameraRays]
     if not cols["frame"]:
         return schemas.empty("visibility")
     cat = {name: np.concatenate(v) for name, v in cols.items()}
-    bbox = np.stack([cat["x0"], cat["y0"], cat["x1"], cat["y1"]], axis=1).astype(np.int32)
-    df = pl.DataFrame(
-        {
-            "frame_index": cat["frame"].astype(np.int32),
-            "object_id": cat["obj"].astype(np.int32),
-            "visible_pixels": cat["px"].astype(np.int32),
-            "frame_fraction": cat["frac"].astype(np.float64),
-            "bbox": pl.Series("bbox", bbox).cast(pl.List(pl.Int32)),
-        }
-    )
-    return schemas.conform("visibility", df.with_columns(key=pl.lit(key)).sort("frame_index", "object_id"))
+    cat["exact"] = np.full(cat["frame"].shape[0], not reduced)
+    return _table(key, cat)
 
 
 def _budget_order(budget: str) -> tuple[int, int]:

@@ -256,7 +256,8 @@ def test_source_resolution_intrinsics_are_rescaled_to_the_output_size():
     target = box((3.9, -0.5, 0.7), (4.9, 0.5, 1.7))
     mesh = assemble([(target, 7)])
     pose = look_at((0, 0, 1.2), (3.9, 0, 1.2))
-    K_source = np.array([[1000.0, 0, 640], [0, 1000, 480], [0, 0, 1]])  # the same camera at 1280x960
+    # The same camera at 1280x960: pixel centres at integer coordinates, so c = (320 + 0.5) * 2 - 0.5 = 640.5.
+    K_source = np.array([[1000.0, 0, 640.5], [0, 1000, 480.5], [0, 0, 1]])
     full = compute_visibility(KEY, frames_table([pose]), mesh)
     source = compute_visibility(KEY, frames_table([pose], K=K_source, width=1280, height=960), mesh)
     assert source.select("visible_pixels", "bbox").equals(full.select("visible_pixels", "bbox"))

@@ -1,7 +1,7 @@
 """PinpointQA assets: per-scan spatial representation and questions, dataset-wide splits.
 
-``pinpoint_targets`` / ``pinpoint_neighbors`` need the mesh, so they parse
-the scan again (``load_partition_scan``); ``pinpoint_qa_candidates`` is a pure
+``pinpoint_targets`` / ``pinpoint_neighbors`` need the mesh, read from what
+the scene step stored (``partition_geometry``), not by parsing the scan again; ``pinpoint_qa_candidates`` is a pure
 table step per scan over every budget; ``pinpoint_qa`` assigns scene-level
 train/val/test splits over all partitions that succeeded. Nothing is produced
 when the run configuration's ``profiles`` does not list ``pinpointqa``.
@@ -11,7 +11,7 @@ import dagster as dg
 import polars as pl
 
 from assets.partitions import scan_partitions
-from assets.scene import load_partition_scan
+from assets.scene import partition_geometry
 from resources.storage import StorageResource
 
 PROFILE = "pinpointqa"
@@ -24,12 +24,14 @@ PROFILE = "pinpointqa"
             description="per target: neighbours within 1 m with shortest distance, offsets, contact, relation, support"
         ),
     },
-    ins={"objects": dg.AssetIn("objects")},
+    ins={"scans": dg.AssetIn("scans"), "objects": dg.AssetIn("objects")},
     partitions_def=scan_partitions,
     group_name="pinpointqa",
     can_subset=False,
 )
-def pinpoint_representation(context: dg.AssetExecutionContext, storage: StorageResource, objects: pl.DataFrame):
+def pinpoint_representation(
+    context: dg.AssetExecutionContext, storage: StorageResource, scans: pl.DataFrame, objects: pl.DataFrame
+):
     from pipeline import schemas
     from pipeline.pinpoint.representation import build_representation
 
@@ -37,7 +39,7 @@ def pinpoint_representation(context: dg.AssetExecutionContext, storage: StorageR
     if PROFILE not in storage.config().profiles:
         targets, neighbors = schemas.empty("pinpoint_targets"), schemas.empty("pinpoint_neighbors")
     else:
-        parsed = load_partition_scan(context, storage)
+        parsed = partition_geometry(context, storage, scans, objects)
         targets, neighbors = build_representation(
             key, objects.filter(pl.col("key") == key), parsed, config=storage.config().pinpoint_config()
         )

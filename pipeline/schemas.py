@@ -56,6 +56,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("scene_type", _str),
             ("checksum", _str),  # sha256 over the input files' bytes
             ("warnings", pa.list_(_str)),
+            ("image_rotation", _i32),  # degrees clockwise that turn the stored frames sky-up (ARKit, MultiScan)
         ]
     ),
     # One row per annotated object instance.
@@ -102,6 +103,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("height", _i32),
             ("valid", _bool),  # finite pose
             ("in_all_frame", _bool),  # kept by the fps resampling of the all-frame sequence
+            ("image_file", _str),  # colour image (or its container) relative to the scan folder; "" when none
+            ("image_member", _i32),  # frame index inside a container image_file (.sens, video); -1 for an image file
         ]
     ),
     # Nested budget samples (SPEC §2).

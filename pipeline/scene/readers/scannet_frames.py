@@ -101,6 +101,8 @@ def read_stream_frames(
     poses = [_read_matrix(pose_files[i], key, (4, 4)) for i in indices]
     timestamps = [i / fps for i in indices]
     frames = _make_frames(indices, poses, timestamps, k_color, color_size or out_size, out_size, alignment)
+    for frame in frames:
+        frame.image_file = color_files[frame.frame_index].relative_to(folder).as_posix()
 
     def load_image(frame_index: int) -> np.ndarray:
         path = color_files.get(int(frame_index))
@@ -138,6 +140,8 @@ def read_sens_frames(
     frames = _make_frames(
         indices, poses, timestamps, reader.intrinsic_color[:3, :3], color_size, out_size, alignment
     )
+    for frame in frames:
+        frame.image_file, frame.image_member = path.name, frame.frame_index
 
     def load_image(frame_index: int) -> np.ndarray:
         try:

@@ -157,7 +157,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "dummy_videos": pa.schema(
         [
             ("key", _str),
-            ("video_id", _str),  # stable hash of scan, kind and queried object ids
+            ("video_id", _str),  # the video file's id: hash of scan, kind and frame list (shared by equal videos)
             ("kind", _str),  # "query_drop" | "first_frame" | "black"
             ("object_ids", pa.list_(_i32)),
             ("frame_indices", pa.list_(_i32)),  # source frames; -1 for a black frame

@@ -81,6 +81,10 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
         raise ReleaseBlocked("no qa table has been built yet: nothing to release", {"success": False, "results": []})
     verdicts = read_verdicts(config.verdicts_path)
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
+    out_root = storage.upath(config.output_root, config.storage_options)
+    videos = _release_videos(tables, out_root)
+    if "dummy_videos" in tables:  # every released row names a video the release ships (before the gate sees it)
+        tables["dummy_videos"] = shipped_dummy_videos(tables["dummy_videos"], videos)
     with (
         tempfile.TemporaryDirectory(prefix="scan2qa-docs-") as docs_tmp,
         tempfile.TemporaryDirectory(prefix="scan2qa-gallery-") as gallery_tmp,
@@ -90,8 +94,6 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
         if not gate.success:
             raise ReleaseBlocked(gate.summary(), gate_dict)
         released = {k: v for k, v in tables.items() if k in RELEASED_TABLES}
-        out_root = storage.upath(config.output_root, config.storage_options)
-        videos = _release_videos(released, out_root)
         local = storage.is_local(out_root)
         # The gallery reads frames with OpenCV: videos on an object store are fetched (only those it shows).
         video_file = storage.local_file_getter(out_root, gallery_tmp)
@@ -135,6 +137,15 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
         rejected=rejected,
         orphan_verdicts=orphans,
     )
+
+
+def shipped_dummy_videos(dummy_videos: pl.DataFrame, videos: dict[str, object]) -> pl.DataFrame:
+    """The dummy-video rows whose mp4 the release ships: those a released question plays.
+
+    Per scan, dummy videos are made for every object set a dummy question could ask about; the dataset-wide
+    caps keep only some of those questions, and the release ships only the videos its questions play.
+    """
+    return dummy_videos.filter(pl.col("path").is_in(sorted(videos)))
 
 
 def _release_videos(tables: dict[str, pl.DataFrame], out_root) -> dict[str, object]:

@@ -4,6 +4,8 @@
 sequence the scene step marked in ``frames.in_all_frame``); ``scan_videos``
 writes ``videos/{16,32,64,all}_frame/<dataset>/<scene_id>.mp4`` under the output root
 and records paths and frame counts as metadata (videos are files, not a table).
+Images are read by the paths the ``frames`` table records (``partition_images``):
+the scan is not parsed again.
 """
 
 import dagster as dg
@@ -12,7 +14,7 @@ import polars as pl
 from assets.catalog import file_asset, path_value, table_asset
 from assets.partitions import scan_partitions
 from assets.progress import FrameCounter, counting_loader
-from assets.scene import load_partition_scan
+from assets.scene import partition_images, recorded_scan
 from resources.storage import StorageResource
 
 
@@ -32,12 +34,16 @@ def frame_samples(context: dg.AssetExecutionContext, storage: StorageResource, f
 @dg.asset(
     partitions_def=scan_partitions,
     group_name="frames",
-    ins={"frames": dg.AssetIn("frames"), "frame_samples": dg.AssetIn("frame_samples")},
+    ins={name: dg.AssetIn(name) for name in ("scans", "frames", "frame_samples")},
     description="one mp4 per budget (1 frame per sample) and the all-frame mp4, under <output_root>/videos/",
     **file_asset(__name__, {"opencv", "mp4"}),
 )
 def scan_videos(
-    context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame, frame_samples: pl.DataFrame
+    context: dg.AssetExecutionContext,
+    storage: StorageResource,
+    scans: pl.DataFrame,
+    frames: pl.DataFrame,
+    frame_samples: pl.DataFrame,
 ) -> dg.MaterializeResult:
     from pipeline.frames.budgets import all_frame_fps
     from pipeline.frames.video import write_scan_videos
@@ -47,19 +53,20 @@ def scan_videos(
     scan_frames = frames.filter(pl.col("key") == key)
     if not scan_frames["in_all_frame"].fill_null(False).any():
         return dg.MaterializeResult(metadata={"videos": 0, "reason": "scan has no frames"})
-    parsed = load_partition_scan(context, storage)
+    rotation = recorded_scan(context, storage, scans)["image_rotation"]
     frames_done = FrameCounter(context, "scan_videos", int(scan_frames["in_all_frame"].fill_null(False).sum()))
-    result = write_scan_videos(
-        key,
-        frame_samples,
-        scan_frames,
-        counting_loader(frames_done, parsed.load_image),
-        config.output_root,
-        fps=all_frame_fps(parsed.dataset, config.frames),
-        frames_config=config.frames,
-        image_rotation=parsed.image_rotation,
-        storage_options=config.storage_options,
-    )
+    with partition_images(context, storage, scans, scan_frames) as load_image:
+        result = write_scan_videos(
+            key,
+            frame_samples,
+            scan_frames,
+            counting_loader(frames_done, load_image),
+            config.output_root,
+            fps=all_frame_fps(key.split("/", 1)[0], config.frames),
+            frames_config=config.frames,
+            image_rotation=rotation,
+            storage_options=config.storage_options,
+        )
     root = config.output_root.rstrip("/")
     return dg.MaterializeResult(
         metadata={

@@ -1,7 +1,7 @@
 """PinpointQA assets: per-scan spatial representation and questions, dataset-wide splits.
 
-``pinpoint_targets`` / ``pinpoint_neighbors`` need the mesh, so they parse
-the scan again (``load_partition_scan``); ``pinpoint_qa_candidates`` is a pure
+``pinpoint_targets`` / ``pinpoint_neighbors`` need the mesh, read from what
+the scene step stored (``partition_geometry``), not by parsing the scan again; ``pinpoint_qa_candidates`` is a pure
 table step per scan over every budget; ``pinpoint_qa`` assigns scene-level
 train/val/test splits over all partitions that succeeded. Nothing is produced
 when the run configuration's ``profiles`` does not list ``pinpointqa``.
@@ -13,7 +13,7 @@ import polars as pl
 from assets.catalog import table_asset, table_out
 from assets.partitions import scan_partitions
 from assets.table_checks import PINPOINT_SUITES, check_spec, pinpoint_checks
-from assets.scene import load_partition_scan
+from assets.scene import partition_geometry
 from resources.storage import StorageResource
 
 PROFILE = "pinpointqa"
@@ -30,13 +30,15 @@ PROFILE = "pinpointqa"
             "per target: neighbours within 1 m with shortest distance, offsets, contact, relation, support",
         ),
     },
-    ins={"objects": dg.AssetIn("objects")},
+    ins={"scans": dg.AssetIn("scans"), "objects": dg.AssetIn("objects")},
     partitions_def=scan_partitions,
     group_name="pinpointqa",
     can_subset=False,
     check_specs=[check_spec(name) for name in PINPOINT_SUITES],
 )
-def pinpoint_representation(context: dg.AssetExecutionContext, storage: StorageResource, objects: pl.DataFrame):
+def pinpoint_representation(
+    context: dg.AssetExecutionContext, storage: StorageResource, scans: pl.DataFrame, objects: pl.DataFrame
+):
     from pipeline import schemas
     from pipeline.pinpoint.representation import build_representation
 
@@ -44,7 +46,7 @@ def pinpoint_representation(context: dg.AssetExecutionContext, storage: StorageR
     if PROFILE not in storage.config().profiles:
         targets, neighbors = schemas.empty("pinpoint_targets"), schemas.empty("pinpoint_neighbors")
     else:
-        parsed = load_partition_scan(context, storage)
+        parsed = partition_geometry(context, storage, scans, objects)
         targets, neighbors = build_representation(
             key, objects.filter(pl.col("key") == key), parsed, config=storage.config().pinpoint_config()
         )

@@ -1,15 +1,22 @@
 """Per-scan scene tables: ``scans``, ``objects``, ``rooms``, ``frames`` from one parse.
 
-Parsing a scan (mesh, annotations, camera stream) is the expensive part, so a
-single multi-asset parses once and emits all four tables; asset names are the
-table names of ``pipeline.schemas``.
+Parsing a scan (mesh, annotations, camera stream, rooms) is the expensive
+part, so a single multi-asset parses once per run and emits all four tables;
+asset names are the table names of ``pipeline.schemas``. It also stores the
+mesh (``pipeline.scene.mesh_artifact``) through the storage layer, so later
+steps on any machine read what they need from there and from the tables —
+the mesh (``partition_geometry``), images by the paths ``frames`` records
+(``partition_images``), rooms from ``rooms`` — and never parse the scan again.
 
 Steps never search the scans root for their scan: it may hold thousands of
 scans on S3 and the step may run on a worker far from it. The scan's folder
 comes from what discovery recorded (``scan_location``).
 """
 
+from contextlib import contextmanager
+
 import dagster as dg
+import polars as pl
 
 from assets.catalog import path_value, table_out
 from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG, scan_partitions
@@ -82,6 +89,71 @@ def load_partition_scan(context: dg.AssetExecutionContext, storage: StorageResou
     return parsed
 
 
+def partition_geometry(
+    context: dg.AssetExecutionContext, storage: StorageResource, scans: pl.DataFrame, objects: pl.DataFrame
+) -> ParsedScan | None:
+    """The partition's mesh and objects' vertices as the scene step stored them; None for a scan without a mesh.
+
+    An output root written before the scene step stored meshes has none: then (only then) the scan is parsed.
+    """
+    from pipeline.scene.mesh_artifact import MeshArtifactMissing, geometry_scan, read_mesh_artifact
+
+    key = context.partition_key
+    config = storage.config()
+    row = scans.filter(pl.col("key") == key)
+    if row.height and not row["has_mesh"][0]:
+        return None
+    try:
+        with reaching(config.output_root):
+            geometry = read_mesh_artifact(key, config.output_root, config.storage_options)
+    except MeshArtifactMissing as exc:
+        context.log.warning(f"{key}: {exc.file} is missing (scene built by an older version): parsing the scan")
+        return load_partition_scan(context, storage)
+    source = row["source_uri"][0] if row.height else ""
+    scan_objects = objects.filter(pl.col("key") == key)
+    labels = dict(zip(scan_objects["object_id"].to_list(), scan_objects["raw_label"].to_list()))
+    return geometry_scan(key, source, geometry, labels)
+
+
+def recorded_scan(context: dg.AssetExecutionContext, storage: StorageResource, scans: pl.DataFrame) -> dict:
+    """The partition's ``scans`` row; a row from before ``image_rotation`` was recorded gets it by parsing the scan."""
+    key = context.partition_key
+    rows = scans.filter(pl.col("key") == key).to_dicts()
+    row = rows[0] if rows else {"key": key, "has_frames": True, "has_mesh": True, "image_rotation": None}
+    if row.get("image_rotation") is None:
+        context.log.warning(f"{key}: the scans table does not record image_rotation (older version): parsing the scan")
+        row = dict(row, image_rotation=int(load_partition_scan(context, storage).image_rotation))
+    return row
+
+
+@contextmanager
+def partition_images(
+    context: dg.AssetExecutionContext, storage: StorageResource, scans: pl.DataFrame, frames: pl.DataFrame
+):
+    """Yield the partition's ``load_image`` from the files its ``frames`` rows name (``pipeline.scene.images``).
+
+    None for a scan without images; frames tables written before they recorded image files fall back to
+    parsing the scan.
+    """
+    from pipeline.scene.images import FrameImages, records_images
+
+    key = context.partition_key
+    config = storage.config()
+    scan_frames = frames.filter(pl.col("key") == key)
+    row = scans.filter(pl.col("key") == key)
+    if row.height and not row["has_frames"].fill_null(True)[0]:
+        yield None
+        return
+    if not records_images(scan_frames):
+        context.log.warning(f"{key}: the frames table names no image files (older version): parsing the scan")
+        yield load_partition_scan(context, storage).load_image
+        return
+    with reaching(config.scans_root):
+        uri = scan_location(context, config)
+    with reaching(uri), FrameImages(key, uri, scan_frames, config.storage_options) as images:
+        yield images
+
+
 @dg.multi_asset(
     outs={name: table_out(name, __name__, text) for name, text in SCENE_TABLES.items()},
     partitions_def=scan_partitions,
@@ -92,8 +164,14 @@ def load_partition_scan(context: dg.AssetExecutionContext, storage: StorageResou
 def scene(context: dg.AssetExecutionContext, storage: StorageResource):
     from pipeline.scene.tables import scene_tables
 
+    from pipeline.scene.mesh_artifact import write_mesh_artifact
+
+    config = storage.config()
     parsed = load_partition_scan(context, storage)
-    tables = scene_tables(parsed, storage.config())
+    tables = scene_tables(parsed, config)
+    if parsed.mesh is not None:  # later steps read the mesh from here instead of parsing the scan again
+        with reaching(config.output_root):
+            write_mesh_artifact(parsed, config.output_root, config.storage_options)
     # The fingerprint discovery took of the scan folder: the sensor skips a scan already built from these files.
     recorded = {"source": path_value(parsed.source_uri)}
     if context.run.tags.get(FINGERPRINT_TAG):

@@ -1,8 +1,9 @@
 """Per-scan visibility: ray-cast ``visibility``, the budgeted ``object_visibility`` and the ``dummy_videos``.
 
-``visibility`` needs the mesh and ``dummy_videos`` the images, so both parse
-the scan again (``load_partition_scan``); ``object_visibility`` is a pure
-table step. Reviewer overrides are read from the dataset-wide
+``visibility`` needs the mesh, read from what the scene step stored
+(``partition_geometry``), and ``dummy_videos`` the images, read by the paths
+the ``frames`` table records (``partition_images``): neither parses the scan
+again. ``object_visibility`` is a pure table step. Reviewer overrides are read from the dataset-wide
 ``tables/visibility_overrides.parquet`` when it exists.
 """
 
@@ -12,19 +13,23 @@ import polars as pl
 from assets.catalog import table_asset
 from assets.partitions import scan_partitions
 from assets.progress import CountingRaycaster, FrameCounter
-from assets.scene import load_partition_scan
+from assets.scene import partition_geometry, partition_images, recorded_scan
 from resources.storage import StorageResource
 
 
 @dg.asset(
     partitions_def=scan_partitions,
     group_name="visibility",
-    ins={"frames": dg.AssetIn("frames"), "objects": dg.AssetIn("objects")},
+    ins={name: dg.AssetIn(name) for name in ("scans", "objects", "frames")},
     description="visible pixels, frame fraction and box of every object in every all-frame frame (ray cast)",
     **table_asset("visibility", __name__),
 )
 def visibility(
-    context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame, objects: pl.DataFrame
+    context: dg.AssetExecutionContext,
+    storage: StorageResource,
+    scans: pl.DataFrame,
+    objects: pl.DataFrame,
+    frames: pl.DataFrame,
 ) -> pl.DataFrame:
     from pipeline import schemas
     from pipeline.visibility.cast import compute_visibility, scan_raycaster
@@ -34,12 +39,13 @@ def visibility(
     if not scan_frames["in_all_frame"].fill_null(False).any():
         context.add_output_metadata({"frames_cast": 0})
         return schemas.empty("visibility")
-    parsed = load_partition_scan(context, storage)
+    geometry = partition_geometry(context, storage, scans, objects)
+    rotation = recorded_scan(context, storage, scans)["image_rotation"]
+    mesh = geometry.mesh if geometry is not None else None
     frames_cast = int(scan_frames["in_all_frame"].sum())
-    raycaster = CountingRaycaster(FrameCounter(context, "visibility", frames_cast), scan_raycaster(key, parsed.mesh))
+    raycaster = CountingRaycaster(FrameCounter(context, "visibility", frames_cast), scan_raycaster(key, mesh))
     table = compute_visibility(
-        key, scan_frames, parsed.mesh, storage.config(),
-        image_rotation=parsed.image_rotation, raycaster=raycaster, objects=objects,
+        key, scan_frames, mesh, storage.config(), image_rotation=rotation, raycaster=raycaster, objects=objects
     )
     context.add_output_metadata({"frames_cast": frames_cast})
     return table
@@ -74,13 +80,14 @@ def object_visibility(
 @dg.asset(
     partitions_def=scan_partitions,
     group_name="visibility",
-    ins={name: dg.AssetIn(name) for name in ("objects", "object_visibility", "visibility", "frames")},
+    ins={name: dg.AssetIn(name) for name in ("scans", "objects", "object_visibility", "visibility", "frames")},
     description="16-frame query_drop / first_frame / black videos for the object sets the dummy questions query",
     **table_asset("dummy_videos", __name__),
 )
 def dummy_videos(
     context: dg.AssetExecutionContext,
     storage: StorageResource,
+    scans: pl.DataFrame,
     objects: pl.DataFrame,
     object_visibility: pl.DataFrame,
     visibility: pl.DataFrame,
@@ -95,17 +102,18 @@ def dummy_videos(
     sets = dummy_object_sets(objects, object_visibility, key)
     if not sets:
         return schemas.empty("dummy_videos")
-    parsed = load_partition_scan(context, storage)
-    table = make_dummy_videos(
-        key,
-        sets,
-        visibility,
-        frames.filter(pl.col("key") == key),
-        parsed.load_image,
-        config.output_root,
-        frames_config=config.frames,
-        image_rotation=parsed.image_rotation,
-        storage_options=config.storage_options,
-    )
+    rotation = recorded_scan(context, storage, scans)["image_rotation"]
+    with partition_images(context, storage, scans, frames) as load_image:
+        table = make_dummy_videos(
+            key,
+            sets,
+            visibility,
+            frames.filter(pl.col("key") == key),
+            load_image,
+            config.output_root,
+            frames_config=config.frames,
+            image_rotation=rotation,
+            storage_options=config.storage_options,
+        )
     context.add_output_metadata({"object_sets": len(sets)})
     return table

@@ -56,6 +56,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("scene_type", _str),
             ("checksum", _str),  # sha256 over the input files' bytes
             ("warnings", pa.list_(_str)),
+            ("image_rotation", _i32),  # degrees clockwise that turn the stored frames sky-up (ARKit, MultiScan)
         ]
     ),
     # One row per annotated object instance.
@@ -102,6 +103,8 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("height", _i32),
             ("valid", _bool),  # finite pose
             ("in_all_frame", _bool),  # kept by the fps resampling of the all-frame sequence
+            ("image_file", _str),  # colour image (or its container) relative to the scan folder; "" when none
+            ("image_member", _i32),  # frame index inside a container image_file (.sens, video); -1 for an image file
         ]
     ),
     # Nested budget samples (SPEC §2).
@@ -158,7 +161,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "dummy_videos": pa.schema(
         [
             ("key", _str),
-            ("video_id", _str),  # stable hash of scan, kind and queried object ids
+            ("video_id", _str),  # the video file's id: hash of scan, kind and frame list (shared by equal videos)
             ("kind", _str),  # "query_drop" | "first_frame" | "black"
             ("object_ids", pa.list_(_i32)),
             ("frame_indices", pa.list_(_i32)),  # source frames; -1 for a black frame

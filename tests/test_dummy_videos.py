@@ -76,7 +76,9 @@ def test_plan_rows_kinds_and_ids_are_stable():
     blacks = plan.filter(pl.col("kind") == "black")
     assert blacks["frame_indices"].to_list() == [[-1] * 16, [-1] * 16]
     assert plan.equals(plan_dummy_videos(KEY, [[3], [1, 2]], vis, frames))
-    assert len(set(plan["video_id"].to_list())) == 4
+    # Videos are named by what they show: both object sets' black videos are one file.
+    assert blacks["video_id"].n_unique() == 1 and blacks["path"].n_unique() == 1
+    assert plan["video_id"].n_unique() == 3
     assert qd["path"] == f"videos/dummy/query_drop/{qd['video_id']}.mp4"
 
 
@@ -104,3 +106,30 @@ def test_missing_image_is_a_scan_error(tmp_path):
 
     with pytest.raises(ScanError, match="image missing or unreadable"):
         make_dummy_videos(KEY, [[1]], vis, frames, broken, str(tmp_path), frames_config=SMALL)
+
+
+def test_identical_frame_lists_are_encoded_once(tmp_path, monkeypatch):
+    """Sets whose videos show the same frames share one file; every row names a file that was written."""
+    import pipeline.frames.dummy_videos as dummy
+
+    frames, vis = frames_table(), visibility_table()
+    encoded: list[str] = []
+    real_write = dummy.write_video
+
+    def counting_write(output_root, relative, *args, **kwargs):
+        encoded.append(relative)
+        return real_write(output_root, relative, *args, **kwargs)
+
+    monkeypatch.setattr(dummy, "write_video", counting_write)
+    # Object 2 shows in a third of the frames and object 4 in none: with object 1 they give different lists,
+    # but {1} and {1, 4} hide in exactly the same frames.
+    table = make_dummy_videos(KEY, [[1], [1, 4], [1, 2], [3]], vis, frames, image, str(tmp_path), frames_config=SMALL)
+    assert table.height == 3 + 3 + 3 + 1
+    assert sorted(encoded) == sorted(set(table["path"].to_list())) and len(encoded) == len(set(encoded))
+    by_set = {(r["kind"], tuple(r["object_ids"])): r["path"] for r in table.iter_rows(named=True)}
+    assert by_set[("query_drop", (1,))] == by_set[("query_drop", (1, 4))] != by_set[("query_drop", (1, 2))]
+    assert by_set[("first_frame", (1,))] == by_set[("first_frame", (1, 4))]
+    assert len({p for (kind, _), p in by_set.items() if kind == "black"}) == 1
+    assert len(encoded) == 1 + 2 + 2  # one black, two query-drop lists, two first frames (45 and 48)
+    for path in encoded:
+        assert video_info(tmp_path / path)["frames"] == 16

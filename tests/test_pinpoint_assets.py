@@ -8,16 +8,17 @@ import polars as pl
 import assets.pinpoint as pinpoint_assets
 from assets.partitions import scan_partitions
 from pipeline import schemas
+from pipeline.scene.mesh_artifact import write_mesh_artifact
 from pipeline.scene.tables import object_rows
 from pipeline.storage import read_table, upath, write_table
 from pipeline.synth.scene import generate_scene
 from resources.defaults import default_resources
 from resources.storage import StorageResource
 
-UPSTREAM = ("objects", "object_visibility")
+UPSTREAM = ("scans", "objects", "object_visibility")
 
 
-def test_pinpoint_assets_materialize(tmp_path, monkeypatch):
+def test_pinpoint_assets_materialize(tmp_path):
     out = tmp_path / "out"
     resources = default_resources(StorageResource(scans_root=str(tmp_path / "scans"), output_root=str(out)))
     tables_root = out / "tables"
@@ -26,17 +27,15 @@ def test_pinpoint_assets_materialize(tmp_path, monkeypatch):
         parsed = generate_scene(0, index, frames=2).to_parsed_scan()
         parsed_by_key[parsed.key] = parsed
         objects = schemas.from_rows("objects", object_rows(parsed)[0])
+        scans = schemas.from_rows("scans", [{"key": parsed.key, "source_uri": "in memory", "has_mesh": True}])
         vis = schemas.from_rows(
             "object_visibility",
             [{"key": parsed.key, "budget": b, "object_id": i, "visible": True, "rule": "pixel_floor"}
              for b in ("16", "32", "64", "all") for i in objects["object_id"]],
         )
-        for name, df in zip(UPSTREAM, (objects, vis)):
+        for name, df in zip(UPSTREAM, (scans, objects, vis)):
             write_table(upath(tables_root / name / f"{parsed.key}.parquet"), name, df)
-    # The scans are generated in memory: stand in for re-parsing the scan folder.
-    monkeypatch.setattr(
-        pinpoint_assets, "load_partition_scan", lambda context, storage: parsed_by_key[context.partition_key]
-    )
+        write_mesh_artifact(parsed, str(out))  # what the scene step stores for the steps after it
     sources = [dg.SourceAsset(key=name, partitions_def=scan_partitions) for name in UPSTREAM]
     defs = [*sources, pinpoint_assets.pinpoint_representation, pinpoint_assets.pinpoint_qa_candidates, pinpoint_assets.pinpoint_qa]
     instance = dg.DagsterInstance.ephemeral()

@@ -19,6 +19,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+import assets.frames
 import assets.scene
 import assets.visibility
 from assets.build import build, run_failure
@@ -58,7 +59,7 @@ def unlistable(root: Path, monkeypatch) -> Path:
 
 
 class Runs:
-    """Per-scan runs of the real scene and visibility assets against one instance, as the daemon launches them."""
+    """Per-scan runs of the real scene, video and visibility assets against one instance, as the daemon launches them."""
 
     def __init__(self, scans_root: str, out: Path, storage_options: dict | None = None):
         self.storage = StorageResource(
@@ -71,7 +72,7 @@ class Runs:
         if key not in self.instance.get_dynamic_partitions("scans"):
             self.instance.add_dynamic_partitions("scans", [key])
         result = dg.materialize(
-            [assets.scene.scene, assets.visibility.visibility],
+            [assets.scene.scene, assets.frames.frame_samples, assets.frames.scan_videos, assets.visibility.visibility],
             selection=[asset],
             partition_key=key,
             tags=tags,
@@ -110,7 +111,10 @@ def test_scannet_download_layout_is_discovered_and_built(tmp_path, monkeypatch):
 def test_steps_read_the_recorded_folder_and_never_list_the_root(tmp_path, monkeypatch):
     root = unlistable(tmp_path / "scans", monkeypatch)
     good = write_scan(root / "zz", "synth0000_00", objects=4, frames=3)
-    break_truncated_ply(write_scan(root, "synth0000_00", frames=3))  # where a direct guess looks first
+    flat = write_scan(root, "synth0000_00", frames=3)  # where a direct guess looks first
+    break_truncated_ply(flat)
+    for image in (flat / "color").iterdir():
+        image.write_bytes(b"not a jpeg")
     runs = Runs(str(root), tmp_path / "out")
 
     # The scene step of a run tagged by discovery reads the tagged folder.
@@ -118,16 +122,19 @@ def test_steps_read_the_recorded_folder_and_never_list_the_root(tmp_path, monkey
     assert runs.table("objects")["object_id"].to_list() == [0, 1, 2, 3]
     assert runs.table("scans")["source_uri"].to_list() == [str(good)]
 
-    # A later step launched without the tag (a rerun from the UI) reads the folder the scans table recorded.
+    # Later steps launched without the tag (a rerun from the UI) read what the scene step stored (the mesh) and
+    # the images in the folder the scans table recorded.
     assert runs.run(KEY, assets.visibility.visibility) == (True, "")
     assert runs.table("visibility").height > 0
+    assert runs.run(KEY, assets.frames.frame_samples) == (True, "")
+    assert runs.run(KEY, assets.frames.scan_videos) == (True, "")
 
-    # With nothing recorded, only the direct folders are tried: here the broken flat copy.
+    # With nothing recorded (a scene rerun without the tag), only the direct folders are tried: the broken flat copy.
     Path(runs.config.tables_root, "scans", f"{KEY}.parquet").unlink()
-    ok, error = runs.run(KEY, assets.visibility.visibility)
+    ok, error = runs.run(KEY, assets.scene.scene)
     assert not ok and error.startswith(f"{KEY}: synth0000_00_vh_clean_2.ply: "), error
     shutil.rmtree(root / "synth0000_00")
-    ok, error = runs.run(KEY, assets.visibility.visibility)
+    ok, error = runs.run(KEY, assets.scene.scene)
     assert not ok and "\n" not in error, error
     assert error == (
         f"{KEY}: {root}: no scan folder for this key; looked at data/synth0000_00, scans/synth0000_00, "

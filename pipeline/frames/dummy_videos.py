@@ -14,6 +14,14 @@ queried objects we build:
 rule: a sliver of a chair is still evidence. When every all-frame frame shows
 one of the objects there is no ``query_drop`` (nor ``first_frame``) video for
 that set; ``black`` always exists. The QA step asks for the sets it needs.
+
+The ``dummy_videos`` table is the manifest: one row per kind and object set,
+naming the video that serves it. Videos are named by what they show (scan,
+kind, frame list), so object sets whose videos would be frame-for-frame the
+same share one file, encoded once: a scan has one black video, one
+first-frame video per distinct first frame, and one query-drop video per
+distinct frame list. ``video_id`` is the file's id, so rows sharing a file
+share it.
 """
 
 from __future__ import annotations
@@ -37,8 +45,9 @@ BLACK_FRAME = -1
 _CACHED_FRAMES = 128  # ~120 MB of 640x480 frames shared between object sets
 
 
-def dummy_video_id(key: str, kind: str, object_ids: Iterable[int]) -> str:
-    return stable_id(key, kind, *sorted({int(o) for o in object_ids}))
+def dummy_video_id(key: str, kind: str, frame_indices: Iterable[int]) -> str:
+    """The id of the video showing these source frames of the scan, in this order (``BLACK_FRAME``: black)."""
+    return stable_id(key, kind, *(int(f) for f in frame_indices))
 
 
 def dummy_video_path(kind: str, video_id: str) -> str:
@@ -88,7 +97,7 @@ def plan_dummy_videos(
         for kind in kinds:
             if kind not in lists:
                 continue
-            video_id = dummy_video_id(key, kind, ids)
+            video_id = dummy_video_id(key, kind, lists[kind])
             rows.append(
                 {
                     "key": key,
@@ -120,7 +129,8 @@ def make_dummy_videos(
     """Plan and write the dummy videos of one scan; returns the ``dummy_videos`` table.
 
     Videos play at one frame per sample like the budget videos, at the scan's
-    video size. A source image missing or unreadable is a ``ScanError``.
+    video size; each distinct video (rows sharing a ``path``) is encoded once.
+    A source image missing or unreadable is a ``ScanError``.
     """
     frames_config = frames_config or FramesConfig()
     table = plan_dummy_videos(key, object_id_sets, visibility, frames, kinds)
@@ -143,7 +153,11 @@ def make_dummy_videos(
             cache.popitem(last=False)
         return image
 
+    written: set[str] = set()
     for row in table.iter_rows(named=True):
+        if row["path"] in written:
+            continue
+        written.add(row["path"])
         write_video(
             output_root,
             row["path"],

@@ -105,6 +105,8 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
     excluded = read_excluded(config.output_root, config.storage_options)  # failed scans, skipped folders
     tables = without_scans(tables, {entry["key"] for entry in excluded["failed_scans"]})
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
+    if "dummy_videos" in tables:  # every released row names a video the release ships (before the gate sees it)
+        tables["dummy_videos"] = shipped_dummy_videos(tables["dummy_videos"], _release_videos(tables, out_root))
     gate = run_release_gate(tables, config)
     gate_dict = _with_meanings(gate.to_dict(), config)
     if not gate.success:
@@ -172,6 +174,15 @@ def _with_meanings(gate_dict: dict, config: Config) -> dict:
 @contextmanager
 def _no_folder():
     yield ""  # local output: the gallery never needs a download folder
+
+
+def shipped_dummy_videos(dummy_videos: pl.DataFrame, videos: dict[str, object]) -> pl.DataFrame:
+    """The dummy-video rows whose mp4 the release ships: those a released question plays.
+
+    Per scan, dummy videos are made for every object set a dummy question could ask about; the dataset-wide
+    caps keep only some of those questions, and the release ships only the videos its questions play.
+    """
+    return dummy_videos.filter(pl.col("path").is_in(sorted(videos)))
 
 
 def _release_videos(tables: dict[str, pl.DataFrame], out_root) -> dict[str, object]:

@@ -86,6 +86,10 @@ class Frame:
     intrinsics: np.ndarray  # (3, 3) for (width, height)
     width: int
     height: int
+    # Where the colour image is, so later steps load it from the frames table without parsing the scan again:
+    # a file relative to the scan folder, and the frame's index inside it when it is a container (.sens, a video).
+    image_file: str = ""
+    image_member: int = -1
 
     @property
     def valid(self) -> bool:

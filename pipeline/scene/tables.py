@@ -4,7 +4,9 @@ This is where a parsed scan becomes data every later step shares: each
 object's gravity-aligned box (or its annotated box), its label-map entry and
 its structural / small-object flags; the room polygons; and every source frame
 with whether it is in the all-frame sequence (valid pose, kept by resampling to
-the configured rate by timestamp).
+the configured rate by timestamp) and where its image is (``image_file``,
+``image_member``), so later steps load images from this table
+(``pipeline.scene.images``) instead of parsing the scan again.
 """
 
 from __future__ import annotations
@@ -113,6 +115,8 @@ def frame_rows(parsed: ParsedScan, in_all_frame: set[int]) -> list[dict]:
                 "height": int(frame.height),
                 "valid": valid,
                 "in_all_frame": frame.frame_index in in_all_frame,
+                "image_file": frame.image_file if parsed.load_image is not None else "",
+                "image_member": int(frame.image_member),
             }
         )
     return rows
@@ -145,6 +149,7 @@ def scene_tables(parsed: ParsedScan, config: Config) -> dict[str, pl.DataFrame]:
         "scene_type": parsed.scene_type,
         "checksum": parsed.checksum,
         "warnings": list(parsed.warnings) + object_warnings,
+        "image_rotation": int(parsed.image_rotation),
     }
     return {
         "scans": schemas.from_rows("scans", [scan]),

@@ -1,27 +1,52 @@
-"""``scan2qa synth``: write synthetic scans in a dataset's native layout (ScanNet for now)."""
+"""``scan2qa synth``: write synthetic scans in a dataset's native layout, one scene per worker process.
+
+Rendering is the cost (every frame is ray cast at full resolution), and each
+scene depends only on (seed, scene index, frames), so scenes are written in
+parallel processes (``--workers``, default: ``SCAN2QA_WORKERS``, else every
+core). The files are byte-identical to a serial run: a worker writes its scene
+into a hidden staging folder under ``--out`` and the parent moves the files
+into place, so the files several scenes share (the label map; ARKitScenes'
+``metadata.csv``, which each scene adds its row to) are written by one process
+at a time, in scene order. Each worker gets ``cores // workers`` library
+threads (``pipeline.threads``).
+
+Progress: a line when a scene starts, at every quarter of its frames, and when
+it is written (with its CPU seconds), so a long generation is never silent.
+"""
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import os
+import shutil
+import tempfile
 import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
+from queue import Empty
 
-from pipeline.synth.arkitscenes_writer import write_arkitscenes
+from pipeline.synth.arkitscenes_writer import write_arkitscenes, write_metadata
 from pipeline.synth.multiscan_writer import write_multiscan
 from pipeline.synth.rscan_writer import write_3rscan
 from pipeline.synth.scannet_writer import write_scannet
 from pipeline.synth.scannetpp_writer import write_scannetpp
 from pipeline.synth.scene import generate_scene
 
-# format -> writer(scene, out, args) -> scene folder
+# format -> writer(scene, out, args, progress) -> scene folder
 WRITERS = {
-    "scannet": lambda scene, out, args: write_scannet(scene, out, sens=args.sens),
-    "scannetpp": lambda scene, out, args: write_scannetpp(scene, out),
-    "arkitscenes": lambda scene, out, args: write_arkitscenes(scene, out, sky_direction=args.sky_direction),
-    "3rscan": lambda scene, out, args: write_3rscan(scene, out),
-    "multiscan": lambda scene, out, args: write_multiscan(scene, out),
+    "scannet": lambda scene, out, args, progress: write_scannet(scene, out, sens=args.sens, progress=progress),
+    "scannetpp": lambda scene, out, args, progress: write_scannetpp(scene, out, progress=progress),
+    "arkitscenes": lambda scene, out, args, progress: write_arkitscenes(
+        scene, out, sky_direction=args.sky_direction, progress=progress
+    ),
+    "3rscan": lambda scene, out, args, progress: write_3rscan(scene, out, progress=progress),
+    "multiscan": lambda scene, out, args, progress: write_multiscan(scene, out, progress=progress),
 }
 FORMATS = tuple(WRITERS)
+WORKERS_VARIABLE = "SCAN2QA_WORKERS"
+QUARTERS = 4  # progress lines per scene while it renders
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,24 +59,179 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sky-direction", choices=("Up", "Down", "Left", "Right"), default="Up", help="arkitscenes: where the sky is in the stored frames"
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help=f"scenes written in parallel processes (default: ${WORKERS_VARIABLE}, else this machine's cores)",
+    )
+
+
+@dataclass(frozen=True)
+class SceneRequest:
+    index: int
+    scenes: int
+    frames: int
+    seed: int
+    format: str
+    sens: bool
+    sky_direction: str
+
+
+@dataclass(frozen=True)
+class SceneWritten:
+    index: int
+    scene_id: str
+    folder: str  # where the writer put it (the staging folder in a worker)
+    cpu_seconds: float
+    wall_seconds: float
+
+
+def default_workers(scenes: int) -> int:
+    from pipeline.threads import available_cores
+
+    value = os.environ.get(WORKERS_VARIABLE, "").strip()
+    workers = int(value) if value.isdigit() and int(value) > 0 else available_cores()
+    return max(1, min(workers, scenes))
+
+
+def _describe(request: SceneRequest, scene) -> str:
+    furniture = sum(1 for o in scene.objects if not o.small and not o.structural and o.label not in ("door", "window"))
+    small = sum(1 for o in scene.objects if o.small)
+    return (
+        f"[{request.index + 1}/{request.scenes}] {scene.scene_id}: {scene.scene_type}, {len(scene.objects)} objects "
+        f"({furniture} furniture, {small} small), {len(scene.mesh.triangles)} triangles; rendering {request.frames} frames"
+    )
+
+
+def write_scene(request: SceneRequest, out: Path, say) -> SceneWritten:
+    """Generate and write one scene under ``out``; ``say(line)`` reports progress."""
+    started_cpu, started = time.process_time(), time.perf_counter()
+    scene = generate_scene(request.seed, request.index, request.frames)
+    say(_describe(request, scene))
+    marks = {max(1, (request.frames * q) // QUARTERS) for q in range(1, QUARTERS)}
+    prefix = f"[{request.index + 1}/{request.scenes}] {scene.scene_id}"
+
+    def progress(done: int, total: int) -> None:
+        if done in marks and done < total:
+            say(f"{prefix}: {done}/{total} frames")
+
+    args = argparse.Namespace(sens=request.sens, sky_direction=request.sky_direction)
+    folder = WRITERS[request.format](scene, out, args, progress)
+    return SceneWritten(
+        request.index, scene.scene_id, str(folder), time.process_time() - started_cpu, time.perf_counter() - started
+    )
+
+
+_progress_queue = None
+
+
+def _start_worker(queue, threads: int) -> None:
+    from pipeline.threads import limit_threads
+
+    limit_threads(threads)
+    global _progress_queue
+    _progress_queue = queue
+
+
+def _write_in_worker(request: SceneRequest, staging: str) -> SceneWritten:
+    return write_scene(request, Path(staging), _progress_queue.put)
+
+
+def move_into(staging: Path, out: Path, written: SceneWritten, request: SceneRequest) -> Path:
+    """Move a staged scene's files into ``out`` as a serial run would have left them; returns the scene folder."""
+    from pipeline.scene.readers.arkitscenes import METADATA_NAME
+
+    for source in sorted(p for p in staging.rglob("*") if p.is_file()):
+        relative = source.relative_to(staging)
+        if relative.as_posix() == METADATA_NAME and request.format == "arkitscenes":
+            continue  # shared by every scene: the scene's row is added below, one process at a time
+        target = out / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, target)
+    if request.format == "arkitscenes":
+        write_metadata(out, written.scene_id, request.sky_direction)
+    return out / Path(written.folder).relative_to(staging)
+
+
+def _finished(request: SceneRequest, written: SceneWritten, folder: Path) -> str:
+    return (
+        f"[{request.index + 1}/{request.scenes}] {written.scene_id} -> {folder} "
+        f"({written.wall_seconds:.1f} s, {written.cpu_seconds:.1f} CPU-s)"
+    )
+
+
+def run_parallel(requests: list[SceneRequest], out: Path, workers: int) -> float:
+    """Write every scene on ``workers`` processes; returns the workers' CPU seconds."""
+    from pipeline.threads import threads_per_worker
+
+    context = multiprocessing.get_context("spawn")  # Open3D keeps threads that do not survive fork
+    queue = context.Queue()
+    cpu = 0.0
+    staged: dict[int, Path] = {}
+    try:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=_start_worker,
+            initargs=(queue, threads_per_worker(workers)),
+        ) as pool:
+            pending = {}
+            for request in requests:
+                staged[request.index] = Path(tempfile.mkdtemp(prefix=f".synth-{request.index:04d}-", dir=out))
+                pending[pool.submit(_write_in_worker, request, str(staged[request.index]))] = request
+            finished: dict[int, SceneWritten] = {}
+            next_to_move = 0
+            while pending:
+                done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                _drain(queue)
+                for future in sorted(done, key=lambda f: pending[f].index):
+                    request = pending.pop(future)
+                    finished[request.index] = future.result()
+                # Moved in scene order, so files several scenes write end as a serial run leaves them.
+                while next_to_move < len(requests) and requests[next_to_move].index in finished:
+                    request = requests[next_to_move]
+                    written = finished[request.index]
+                    folder = move_into(staged[request.index], out, written, request)
+                    cpu += written.cpu_seconds
+                    print(_finished(request, written, folder), flush=True)
+                    next_to_move += 1
+            _drain(queue)
+    finally:
+        for folder in staged.values():
+            shutil.rmtree(folder, ignore_errors=True)
+    return cpu
+
+
+def _drain(queue) -> None:
+    while True:
+        try:
+            print(queue.get_nowait(), flush=True)
+        except Empty:
+            return
 
 
 def run(args: argparse.Namespace) -> int:
     if args.scenes < 1 or args.frames < 1:
         raise SystemExit(f"scan2qa synth: --scenes and --frames must be at least 1 (got {args.scenes}, {args.frames})")
+    if args.workers is not None and args.workers < 1:
+        raise SystemExit(f"scan2qa synth: --workers must be at least 1 (got {args.workers})")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for index in range(args.scenes):
-        start = time.perf_counter()
-        scene = generate_scene(args.seed, index, args.frames)
-        furniture = sum(1 for o in scene.objects if not o.small and not o.structural and o.label not in ("door", "window"))
-        small = sum(1 for o in scene.objects if o.small)
-        print(
-            f"[{index + 1}/{args.scenes}] {scene.scene_id}: {scene.scene_type}, {len(scene.objects)} objects "
-            f"({furniture} furniture, {small} small), {len(scene.mesh.triangles)} triangles; rendering {args.frames} frames",
-            flush=True,
-        )
-        folder = WRITERS[args.format](scene, out, args)
-        print(f"[{index + 1}/{args.scenes}] {scene.scene_id} -> {folder} ({time.perf_counter() - start:.1f} s)", flush=True)
-    print(f"wrote {args.scenes} scan(s) in the {args.format} layout under {out}")
+    requests = [
+        SceneRequest(i, args.scenes, args.frames, args.seed, args.format, bool(args.sens), args.sky_direction)
+        for i in range(args.scenes)
+    ]
+    workers = min(args.workers or default_workers(args.scenes), args.scenes)
+    started_cpu, started = time.process_time(), time.perf_counter()
+    if workers == 1:
+        for request in requests:
+            written = write_scene(request, out, lambda line: print(line, flush=True))
+            print(_finished(request, written, Path(written.folder)), flush=True)
+        cpu = time.process_time() - started_cpu
+    else:
+        print(f"writing {args.scenes} scenes on {workers} worker processes", flush=True)
+        cpu = run_parallel(requests, out, workers) + time.process_time() - started_cpu
+    print(
+        f"wrote {args.scenes} scan(s) in the {args.format} layout under {out} "
+        f"({time.perf_counter() - started:.1f} s, {cpu:.1f} CPU-s)"
+    )
     return 0

@@ -286,7 +286,8 @@ def read_lowres_frames(
             unposed += 1
         out = output_size(width, height, frames_config)
         k_out = scale_intrinsics(k, (width, height), out)
-        frames.append(Frame(index, (ms - stamped[0][0]) / 1000.0, pose, k_out, out[0], out[1]))
+        image_file = png.relative_to(folder).as_posix()
+        frames.append(Frame(index, (ms - stamped[0][0]) / 1000.0, pose, k_out, out[0], out[1], image_file))
         images[index] = png
         files += [png, pincam]
     warnings = []

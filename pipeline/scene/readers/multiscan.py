@@ -255,7 +255,8 @@ def _frames(folder: Path, config: Config, key: str, warnings: list[str]):
     for index, (ts, k, transform) in enumerate(stream):
         seconds = (ts - t0) / 1e9 if ts is not None and t0 is not None else index / fps
         pose = to_world @ transform @ ARKIT_TO_OPENCV if np.all(np.isfinite(transform)) else transform
-        frames.append(Frame(index, float(seconds), pose, scale_intrinsics(k, src_size, out_size), out_size[0], out_size[1]))
+        k_out = scale_intrinsics(k, src_size, out_size)
+        frames.append(Frame(index, float(seconds), pose, k_out, out_size[0], out_size[1], video.name, index))
 
     def load_image(frame_index: int) -> np.ndarray:
         try:

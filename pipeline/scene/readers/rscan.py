@@ -203,7 +203,8 @@ def _frames(folder: Path, config: Config, key: str):
         color_path = seq / f"frame-{i:06d}.color.jpg"
         if not color_path.exists():
             raise ScanError(key, f"{SEQUENCE}/{color_path.name}", "colour image missing for a posed frame")
-        frames.append(Frame(i, i / fps, read_pose(pose_path, key), k_out.copy(), out_size[0], out_size[1]))
+        image_file = f"{SEQUENCE}/{color_path.name}"
+        frames.append(Frame(i, i / fps, read_pose(pose_path, key), k_out.copy(), out_size[0], out_size[1], image_file))
         files += [pose_path, color_path]
 
     def load_image(frame_index: int) -> np.ndarray:

@@ -122,6 +122,8 @@ def read_stream_frames(
     nan_poses = [f.frame_index for f in frames if not f.valid]
     warnings = [w + f" (first: pose/{nan_poses[0]}.txt)" for w in dropped_pose_warnings(frames)]
     warnings += _drop_corrupt_images(frames, color_files)
+    for frame in frames:
+        frame.image_file = color_files[frame.frame_index].relative_to(folder).as_posix()
 
     def load_image(frame_index: int) -> np.ndarray:
         path = color_files.get(int(frame_index))
@@ -162,6 +164,8 @@ def read_sens_frames(
     frames = _make_frames(
         indices, poses, timestamps, reader.intrinsic_color[:3, :3], color_size, out_size, alignment
     )
+    for frame in frames:
+        frame.image_file, frame.image_member = path.name, frame.frame_index
 
     def load_image(frame_index: int) -> np.ndarray:
         try:

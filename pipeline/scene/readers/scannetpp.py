@@ -178,7 +178,7 @@ def read_iphone_frames(
     fps = source.fps if np.isfinite(source.fps) and source.fps > 0 else IPHONE_FPS
     src_size = (source.width, source.height)
     out_size = output_size(src_size[0], src_size[1], frames_config)
-    frames = []
+    frames, video_file = [], video.relative_to(folder).as_posix()
     for name in sorted(entries, key=lambda n: _frame_number(n, key)):
         number = _frame_number(name, key)
         entry = entries[name]
@@ -195,7 +195,8 @@ def read_iphone_frames(
             raise ScanError(key, POSES_PATH, f"{name}.aligned_pose has {pose.size} values, expected 16")
         pose = pose.reshape(4, 4)
         k = numbers(entry["intrinsic"], (3, 3), key, POSES_PATH, f"{name}.intrinsic")
-        frames.append(Frame(number, number / fps, pose, scale_intrinsics(k, src_size, out_size), out_size[0], out_size[1]))
+        k_out = scale_intrinsics(k, src_size, out_size)
+        frames.append(Frame(number, number / fps, pose, k_out, out_size[0], out_size[1], video_file, number))
     warnings = dropped_pose_warnings(frames)
     if frames and frames[-1].frame_index >= len(source) > 0:
         warnings.append(f"{POSES_PATH} names frames up to {frames[-1].frame_index}, the video has {len(source)}")

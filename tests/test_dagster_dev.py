@@ -55,6 +55,16 @@ def wait_for_location(port: int, process: subprocess.Popen, timeout: float = 120
 
 # Starting the webserver, daemon and code server takes 6-10 s on an idle 2-core machine (up to ~20 s when
 # the cores are busy), so this stays in the default run.
+def stop(process: subprocess.Popen) -> None:
+    """Stop ``dagster dev`` as Ctrl-C does; its whole process group if it does not exit in time."""
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 def test_dagster_dev_loads_the_code_location(tmp_path):
     import dagster as dg
 
@@ -77,9 +87,4 @@ def test_dagster_dev_loads_the_code_location(tmp_path):
         assert {("scans",), ("objects",), ("rooms",), ("frames",)} <= assets
         assert graphql(port, PARTITIONS_QUERY)["assetNodeOrError"]["partitionKeys"] == [PARTITION_KEY]
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop(process)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_dagster_dev import ROOT, free_port, graphql, wait_for_location
+from tests.test_dagster_dev import ROOT, free_port, graphql, stop, wait_for_location
 
 pytestmark = pytest.mark.browser
 
@@ -127,11 +126,6 @@ def test_dagster_dev_shows_the_demo_built_and_starts_no_runs(demo, tmp_path):
         # Still nothing launched while the UI was open.
         assert graphql(port, RUNS_QUERY)["runsOrError"]["count"] == built_runs
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        stop(process)
     for name in ("dagster_partitions.png", "dagster_checks.png", "dagster_catalog.png"):
         assert (shots / name).stat().st_size > 0

@@ -7,24 +7,18 @@ Needs Debian's ``chromium`` package and the ``playwright`` Python package
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
+
+from tests.browser_release import CHROMIUM, small_release
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 
 
 @pytest.fixture(scope="module")
 def data_docs(tmp_path_factory):
-    from pipeline.config import Config
-    from pipeline.release.build import build_release
-    from tests.test_quality_gate import _tables
-
-    out = tmp_path_factory.mktemp("out")
-    return build_release(Config(output_root=str(out)), tables=_tables()).data_docs
+    return small_release(tmp_path_factory.mktemp("out")).data_docs
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium package is not installed (make test-browser installs it)")

@@ -7,23 +7,17 @@ Needs Debian's ``chromium`` package and the ``playwright`` Python package
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
-pytestmark = pytest.mark.browser
+from tests.browser_release import CHROMIUM, small_release
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from pipeline.config import Config
-    from pipeline.release.build import build_release
-    from tests.test_quality_gate import _tables
-
-    out = tmp_path_factory.mktemp("out")
-    return build_release(Config(output_root=str(out)), tables=_tables()).report
+    return small_release(tmp_path_factory.mktemp("out")).report
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium package is not installed (make test-browser installs it)")

@@ -22,10 +22,10 @@ from assets.catalog import path_value, table_out
 from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG, scan_partitions
 from assets.table_checks import SCENE_SUITES, check_spec, scene_checks
 from pipeline.config import Config
-from pipeline.scene.discovery import locate_scan, within_root
+from pipeline.scene.discovery import locate_scan
 from pipeline.errors import ScanError, TableError
 from pipeline.scene.parsed import ParsedScan
-from pipeline.storage import reaching
+from pipeline.storage import reaching, within_root
 from resources.storage import StorageResource
 
 SCENE_TABLES: dict[str, str] = {

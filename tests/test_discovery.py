@@ -14,9 +14,9 @@ from pipeline.scene.discovery import (
     discovery_tick,
     locate_scan,
     scan_fingerprint,
-    within_root,
 )
 from pipeline.errors import ScanError
+from pipeline.storage import within_root
 from tests.real_scans import write_scan
 
 

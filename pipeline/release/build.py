@@ -105,15 +105,15 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
     excluded = read_excluded(config.output_root, config.storage_options)  # failed scans, skipped folders
     tables = without_scans(tables, {entry["key"] for entry in excluded["failed_scans"]})
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
+    videos = _release_videos(tables, out_root)  # what the released questions play; the gate does not change qa
     if "dummy_videos" in tables:  # every released row names a video the release ships (before the gate sees it)
-        tables["dummy_videos"] = shipped_dummy_videos(tables["dummy_videos"], _release_videos(tables, out_root))
+        tables["dummy_videos"] = shipped_dummy_videos(tables["dummy_videos"], videos)
     gate = run_release_gate(tables, config)
     gate_dict = _with_meanings(gate.to_dict(), config)
     if not gate.success:
         raise ReleaseBlocked(gate.summary(), gate_dict)
     gate_dict["data_docs"] = DATA_DOCS_INDEX  # a path inside the release, never a temporary folder
     released = {k: v for k, v in tables.items() if k in RELEASED_TABLES}
-    videos = _release_videos(released, out_root)
     # The gallery reads frames with OpenCV: videos on an object store are fetched (only those it shows), into a
     # temporary folder removed on the way out; local videos are read where they are.
     with tempfile.TemporaryDirectory(prefix="scan2qa-gallery-") if not local else _no_folder() as gallery_tmp:

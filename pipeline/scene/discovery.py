@@ -80,7 +80,7 @@ from typing import Any, TypeVar
 from upath import UPath
 
 from pipeline.errors import ScanError
-from pipeline.storage import is_local, upath, within_root  # noqa: F401  (within_root: callers import it from here too)
+from pipeline.storage import is_local, upath, within_root
 
 # How deep below the root scan folders may sit: root/<scan> or root/<group>/<scan>.
 MAX_DEPTH = 2

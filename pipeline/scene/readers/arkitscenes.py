@@ -51,7 +51,7 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames.budgets import output_size, scale_intrinsics
-from pipeline.geometry.rooms import derive_rooms
+from pipeline.scene.readers.assembly import assembled_scan
 from pipeline.scene.readers.box_record import parse_row_axes_box
 from pipeline.scene.readers.label_lookup import apply_label_map, optional_label_map
 from pipeline.scene.parsed import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
@@ -353,17 +353,9 @@ def read_arkitscenes(folder: Path, config: Config, *, source_uri: str | None = N
 
     steps = np.diff([f.timestamp for f in frames])
     steps = steps[steps > 0]
-    parsed = ParsedScan(
-        dataset=DATASET,
-        scene_id=scene_id,
-        source_uri=source_uri or str(folder),
-        mesh=mesh,
-        objects=objects,
-        rooms=derive_rooms(mesh.vertices, seed=config.seed),
-        frames=frames,
+    parsed = assembled_scan(
+        DATASET, scene_id, source_uri or str(folder), mesh=mesh, objects=objects, frames=frames,
         source_fps=float(1.0 / np.median(steps)) if len(steps) else 0.0,
-        warnings=warnings,
-        load_image=load_image,
-        image_rotation=rotation,
+        load_image=load_image, warnings=warnings, seed=config.seed, image_rotation=rotation,
     )
     return parsed, files

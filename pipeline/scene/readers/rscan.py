@@ -37,11 +37,11 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames.budgets import output_size, scale_intrinsics
-from pipeline.geometry.rooms import derive_rooms
+from pipeline.scene.readers.assembly import assembled_scan, posed_frames
 from pipeline.scene.readers.box_record import parse_row_axes_box
 from pipeline.scene.readers.label_lookup import labelled_object, optional_label_map
 from pipeline.scene.readers.scannet import triangle_owner
-from pipeline.scene.parsed import Frame, Mesh, OrientedBox, ParsedScan, SceneObject, dropped_pose_warnings
+from pipeline.scene.parsed import Frame, Mesh, OrientedBox, ParsedScan
 from pipeline.frames.video import resized
 
 DATASET = "3rscan"
@@ -245,24 +245,10 @@ def read_rscan(folder: Path, config: Config, *, source_uri: str | None = None) -
         objects.append(labelled_object(object_id, raw, idx, None if idx is not None else box, label_map))
     objects.sort(key=lambda o: o.object_id)
     found = _frames(folder, config, key)
-    if found is None:
-        warnings.append("no camera frames (no sequence/_info.txt with posed frames): frame steps skip this scan")
-        frames, load_image, fps = [], None, 0.0
-    else:
-        frames, load_image, fps, frame_files = found
-        files += frame_files
-        warnings += dropped_pose_warnings(frames)
-    parsed = ParsedScan(
-        dataset=DATASET,
-        scene_id=scene_id,
-        source_uri=source_uri or str(folder),
-        mesh=mesh,
-        objects=objects,
-        rooms=derive_rooms(mesh.vertices, seed=config.seed),
-        frames=frames,
-        source_fps=fps,
-        warnings=warnings,
-        load_image=load_image,
+    frames, load_image, fps = posed_frames(found, warnings, files, "no sequence/_info.txt with posed frames")
+    parsed = assembled_scan(
+        DATASET, scene_id, source_uri or str(folder), mesh=mesh, objects=objects, frames=frames, source_fps=fps,
+        load_image=load_image, warnings=warnings, seed=config.seed,
         image_rotation=sky_up_rotation([f.pose for f in frames]) if frames else 0,
     )
     return parsed, files

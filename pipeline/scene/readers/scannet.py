@@ -22,7 +22,7 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames.frame_checks import rigid_problem
-from pipeline.geometry.rooms import derive_rooms
+from pipeline.scene.readers.assembly import assembled_scan
 from pipeline.scene.readers.labels import LABEL_MAP_FILENAMES, LabelMap, LabelMapError, parse_label_map
 from pipeline.scene.readers.layouts import scans_root_folders
 from pipeline.scene.readers.scannet_frames import SCANNET_FPS, read_scannet_frames
@@ -342,17 +342,11 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
         warnings += frame_source.warnings
         files += frame_source.files
 
-    parsed = ParsedScan(
-        dataset=dataset,
-        scene_id=scene_id,
-        source_uri=source_uri or str(folder),
-        mesh=mesh,
-        objects=objects,
-        rooms=derive_rooms(vertices, seed=config.seed),
+    parsed = assembled_scan(
+        dataset, scene_id, source_uri or str(folder), mesh=mesh, objects=objects,
         frames=frame_source.frames if frame_source else [],
         source_fps=frame_source.source_fps if frame_source else 0.0,
-        scene_type=meta.get("sceneType", ""),
-        warnings=warnings,
         load_image=frame_source.load_image if frame_source else None,
+        warnings=warnings, seed=config.seed, scene_type=meta.get("sceneType", ""),
     )
     return parsed, files

@@ -36,7 +36,7 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames.budgets import output_size, scale_intrinsics
-from pipeline.geometry.rooms import derive_rooms
+from pipeline.scene.readers.assembly import assembled_scan
 from pipeline.scene.readers.box_record import parse_row_axes_box
 from pipeline.scene.readers.label_lookup import apply_label_map, optional_label_map
 from pipeline.scene.readers.scannet import group_vertices, triangle_owner
@@ -239,17 +239,9 @@ def read_scannetpp(folder: Path, config: Config, *, source_uri: str | None = Non
                 raise ScanError(key, str(Path(source.path).relative_to(folder)), str(exc).split(": ", 1)[-1]) from None
             return resized(image, out_size)
 
-    parsed = ParsedScan(
-        dataset=DATASET,
-        scene_id=scene_id,
-        source_uri=source_uri or str(folder),
-        mesh=mesh,
-        objects=objects,
-        rooms=derive_rooms(mesh.vertices, seed=config.seed),
-        frames=frames,
-        source_fps=fps,
-        warnings=warnings,
-        load_image=load_image,
+    parsed = assembled_scan(
+        DATASET, scene_id, source_uri or str(folder), mesh=mesh, objects=objects, frames=frames, source_fps=fps,
+        load_image=load_image, warnings=warnings, seed=config.seed,
     )
     files = [folder / MESH_PATH, folder / SEGMENTS_PATH, folder / ANNOTATION_PATH, *frame_files]
     files += [label_map_path] if label_map_path else []

@@ -19,6 +19,17 @@ _LIGHT = np.array([0.4, 0.3, 1.0]) / np.linalg.norm([0.4, 0.3, 1.0])
 AMBIENT, DIFFUSE, HEADLIGHT = 0.35, 0.4, 0.35
 JPEG_QUALITY = 92
 MAX_DEPTH_MM = 65535
+# 16-bit depth PNGs with zlib's default strategy instead of OpenCV's default run-length one: lossless either way
+# (the same millimetres decode back), but about half the bytes and a third less CPU for smooth depth.
+DEPTH_PNG_PARAMS = (cv2.IMWRITE_PNG_STRATEGY, cv2.IMWRITE_PNG_STRATEGY_DEFAULT)
+
+
+def depth_png(depth_mm: np.ndarray) -> bytes:
+    """A uint16 millimetre depth frame as PNG bytes (ScanNet's ``depth/<i>.png``, ARKitScenes' ``lowres_depth``)."""
+    ok, buf = cv2.imencode(".png", depth_mm, list(DEPTH_PNG_PARAMS))
+    if not ok:
+        raise RuntimeError("PNG encoding failed")
+    return buf.tobytes()
 
 
 @dataclass
@@ -48,10 +59,7 @@ class RenderedFrame:
         return buf.tobytes()
 
     def depth_png(self) -> bytes:
-        ok, buf = cv2.imencode(".png", self.depth_mm)
-        if not ok:
-            raise RuntimeError("PNG encoding failed")
-        return buf.tobytes()
+        return depth_png(self.depth_mm)
 
 
 # Rows of ``FrameRenderer.shading``: the triangle normal, its pose-independent shade, its colour in BGR order.

@@ -367,3 +367,19 @@ register(
         format=build_bench.format_result,
     ),
 )
+
+
+# --- the synthetic renderer (target owned by pipeline/bench/synth.py) ---------------------------------------------
+
+from pipeline.bench import synth as synth_bench  # noqa: E402
+
+register(
+    "synth",
+    Bench(
+        help="scan2qa synth's rendering: CPU-s per scene and per frame against the first renderer, "
+        "with bit-identical frames",
+        add_arguments=synth_bench.add_arguments,
+        run=synth_bench.run_synth_bench,
+        format=synth_bench.format_result,
+    ),
+)

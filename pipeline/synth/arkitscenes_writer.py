@@ -48,7 +48,7 @@ from pipeline.scene.readers.arkitscenes import (
     frames_dir,
     mesh_name,
 )
-from pipeline.synth.render import FrameRenderer
+from pipeline.synth.render import FrameRenderer, depth_png
 from pipeline.synth.label_map import write_label_map
 from pipeline.synth.scannet_writer import LABEL_MAP_NAME, TRUTH_SUFFIX, truth_dict
 from pipeline.synth.scene import SynthScene
@@ -158,11 +158,11 @@ def write_arkitscenes(scene: SynthScene, out_dir, sky_direction: str = "Up", pro
         stamp = _stamp(scene, i)
         pose, k, w, h = rotated_camera(scene.poses[i], scene.intrinsics, scene.width, scene.height, store_turn)
         rendered = renderer.render(i)
-        for sub, image in (("lowres_wide", rendered.color_bgr), ("lowres_depth", rendered.depth_mm)):
-            ok, png = cv2.imencode(".png", rotate_image(image, store_turn))
-            if not ok:
-                raise RuntimeError("PNG encoding failed")
-            (frames / sub / f"{vid}_{stamp}.png").write_bytes(png.tobytes())
+        ok, png = cv2.imencode(".png", rotate_image(rendered.color_bgr, store_turn))
+        if not ok:
+            raise RuntimeError("PNG encoding failed")
+        (frames / "lowres_wide" / f"{vid}_{stamp}.png").write_bytes(png.tobytes())
+        (frames / "lowres_depth" / f"{vid}_{stamp}.png").write_bytes(depth_png(rotate_image(rendered.depth_mm, store_turn)))
         pincam = " ".join(str(v) for v in (w, h, float(k[0, 0]), float(k[1, 1]), float(k[0, 2]), float(k[1, 2]))) + "\n"
         (frames / "lowres_wide_intrinsics" / f"{vid}_{stamp}.pincam").write_text(pincam)
         traj.append(_traj_line(stamp, pose))

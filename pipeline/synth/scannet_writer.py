@@ -65,7 +65,7 @@ def _transform(m: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 def _segs_json(scene: SynthScene) -> str:
     params = ",\n".join(f'\t"{k}": "{v}"' for k, v in SEGMENT_PARAMS.items())
-    indices = ",".join(str(int(v)) for v in scene.segments)
+    indices = ",".join(map(str, np.asarray(scene.segments).astype(np.int64).tolist()))  # one int per vertex
     return f'{{\n"params": {{\n{params}\n}}\n,\n"sceneId": "{scene.scene_id}",\n"segIndices": [{indices}]\n}}\n'
 
 

@@ -25,6 +25,8 @@ from pipeline.synth.vocabulary import FURNITURE, SIGNATURE_PLACEMENTS, SMALL_OBJ
 
 CAMERA_CLEARANCE = 0.35  # metres between the camera path and any furniture footprint or wall
 MIN_FURNITURE, MAX_FURNITURE = 10, 40
+FURNITURE_PER_M2 = 0.8  # small rooms get at most this many pieces per m² of floor (a 7 m² bathroom is not a store room)
+MIN_FURNITURE_CAP = 6
 MIN_UNDER_HEIGHT = 0.6  # only tables and desks one can see under from eye height (not coffee or end tables)
 UNDER_EDGE = 0.12  # metres: things on the floor under a table lie at most this far in from its free edge
 
@@ -103,6 +105,8 @@ class _Furnisher:
         self.boxes: list[Box] = [b for o in self.objects for b in o.boxes]
         self.floor_footprints: list[Polygon] = []
         self.items_on: dict[tuple[int, float], int] = {}  # (host object, surface height) -> small objects on it
+        area_cap = max(MIN_FURNITURE_CAP, round(FURNITURE_PER_M2 * shell.scene_polygon.area))
+        self.max_furniture = min(MAX_FURNITURE, area_cap)
 
     @property
     def furniture_count(self) -> int:
@@ -162,7 +166,7 @@ class _Furnisher:
             new_boxes.extend(boxes)
             if m.on is None:
                 new_floor.append(shapely.union_all([b.footprint() for b in boxes]))
-        if self.furniture_count + len(placed) > MAX_FURNITURE:
+        if self.furniture_count + len(placed) > self.max_furniture:
             return False
         if not _walkable(self.shell, _free_space(self.shell, self.floor_footprints + new_floor)):
             return False
@@ -179,7 +183,7 @@ class _Furnisher:
                 for _ in range(int(self.rng.integers(lo, hi + 1))):
                     self.try_group(maker(self.rng), room)
         # Fill up to a per-scene target so scenes differ in density and categories repeat (counting is non-trivial).
-        target = int(self.rng.integers(MIN_FURNITURE + 2, 27))
+        target = min(int(self.rng.integers(MIN_FURNITURE + 2, 27)), self.max_furniture)
         fill_tries = 0
         while self.furniture_count < target and fill_tries < 60:
             room = self.shell.rooms[fill_tries % len(self.shell.rooms)]

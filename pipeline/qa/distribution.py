@@ -22,7 +22,10 @@ configured per task in the profile's ``balance`` block (revsi only; the
   lowered until it holds. Where no cap reaches it (answers too alike, e.g. a
   handful of rooms of similar size) the type keeps its share-capped set and
   its baseline shows in ``scan2qa stats``: dropping more would remove
-  questions, not the prior.
+  questions, not the prior;
+* the control never raises a baseline: a numeric mode depends on which
+  questions are kept, so a choice of survivors that scores above the whole
+  group is replaced by another seeded choice that does not (or none is dropped).
 
 Groups are (profile, budget, video kind, type), the groups every baseline is
 reported in; only real-video questions are controlled (dummy-video questions

@@ -150,7 +150,8 @@ def move_into(staging: Path, out: Path, written: SceneWritten, request: SceneReq
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(source, target)
     if request.format == "arkitscenes":
-        write_metadata(out, written.scene_id, request.sky_direction)
+        # The row is keyed by the scan's 8-digit video id (its folder's name), as the serial writer keys it.
+        write_metadata(out, Path(written.folder).name, request.sky_direction)
     return out / Path(written.folder).relative_to(staging)
 
 

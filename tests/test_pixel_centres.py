@@ -83,17 +83,25 @@ def back_project(depth_m: np.ndarray, k: np.ndarray, pose: np.ndarray, offset: f
 
 
 def test_rendered_depth_back_projects_onto_the_mesh(scene):
-    """Median distance to the mesh within 0.5 mm for the stored millimetre depth; the old +0.5 convention misses."""
+    """Median distance to the mesh within 0.5 mm for the stored millimetre depth; the old +0.5 convention misses.
+
+    The miss is measured by the mean: a half-pixel shift slides points along large flat walls and floors without
+    leaving them (scene 0 is a 48 m² room), so only edges and slanted surfaces show it and the median can stay
+    under a millimetre.
+    """
     renderer = FrameRenderer(scene)
-    medians_float, medians_png, medians_shifted = [], [], []
+    medians_float, medians_png, means_float, means_shifted = [], [], [], []
     for i in range(len(scene.poses)):
         frame = renderer.render(i)
         pose = scene.poses[i]
         depth_png = frame.depth_mm.astype(np.float64) / 1000.0  # what ScanNet's depth/<i>.png stores
-        medians_float.append(np.median(_distances_to_mesh(scene, back_project(frame.depth_m, scene.intrinsics, pose))))
+        exact = _distances_to_mesh(scene, back_project(frame.depth_m, scene.intrinsics, pose))
+        medians_float.append(np.median(exact))
+        means_float.append(exact.mean())
         medians_png.append(np.median(_distances_to_mesh(scene, back_project(depth_png, scene.intrinsics, pose))))
         shifted = back_project(frame.depth_m, scene.intrinsics, pose, offset=0.5)
-        medians_shifted.append(np.median(_distances_to_mesh(scene, shifted)))
+        means_shifted.append(_distances_to_mesh(scene, shifted).mean())
     assert max(medians_float) <= 1e-4, medians_float  # float32 ray casting only
     assert max(medians_png) <= 5e-4, medians_png
-    assert min(medians_shifted) > 1e-3, medians_shifted  # half a pixel off is over a millimetre: the test can tell
+    # Half a pixel off lands measurably off the mesh (0.47-1.3 mm on average here): the test can tell.
+    assert min(means_shifted) > 3e-4 and min(means_shifted) > 100 * max(means_float), (means_shifted, means_float)

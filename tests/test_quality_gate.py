@@ -103,6 +103,37 @@ def test_skewed_answer_distribution_blocks():
     assert "qa_distribution.frequency_baseline_range" in failed
 
 
+def test_vsibench_keeps_its_benchmark_prior_but_not_a_constant_answer():
+    """vsibench reproduces VSI-Bench's biases on purpose: 75% (a synthetic scene set's counting prior) passes,
+    one answer for a whole type still blocks; revsi, which controls its answers, blocks at the 70% ceiling."""
+
+    def counting(profile: str, counts: list[int]) -> pl.DataFrame:
+        return schemas.from_rows(
+            "qa",
+            [
+                {"id": f"{profile}{i}", "key": "synthetic/synth0000_00", "dataset": "synthetic",
+                 "scene_id": "synth0000_00", "profile": profile, "budget": "all",
+                 "question_type": "object_counting" if profile == "vsibench" else "object_counting_single",
+                 "template": "t", "question": f"how many {i}", "options": [], "ground_truth": str(c),
+                 "answer_value": float(c), "used_obj_ids": [0], "video": "v.mp4", "video_kind": "real",
+                 "geometry": "{}"}
+                for i, c in enumerate(counts)
+            ],
+        )
+
+    skewed = [2] * 45 + [3] * 10 + [5] * 5  # always "2" scores about 79%
+    for profile, blocked in (("vsibench", False), ("revsi", True)):
+        t = _tables()
+        t["qa"] = pl.concat([t["qa"], counting(profile, skewed)])
+        report = run_gate(t, min_questions_for_distribution=40)
+        failed = {r.name for r in report.results if not r.success}
+        assert report.success is not blocked and ("qa_distribution.frequency_baseline_range" in failed) is blocked
+        assert "qa_distribution.reproduced_frequency_baseline_range" not in failed, profile
+    t = _tables()
+    t["qa"] = pl.concat([t["qa"], counting("vsibench", [2] * 60)])
+    assert "qa_distribution.reproduced_frequency_baseline_range" in _failed(t, min_questions_for_distribution=40)
+
+
 def test_fraction_out_of_range_blocks():
     t = _tables()
     t["object_visibility"] = t["object_visibility"].with_columns(pl.lit(1.5).alias("max_fraction"))

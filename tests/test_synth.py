@@ -15,6 +15,7 @@ from pipeline.cli import main as cli_main
 from pipeline.formats.sens import SensReader
 from pipeline.geometry.raycast import MeshRaycaster, pixel_rays
 from pipeline.synth.label_map import HEADER, SCANNET_ROWS, label_map_rows, nyu40_ids
+from pipeline.synth.layout import FURNITURE_PER_M2, MAX_FURNITURE, MIN_FURNITURE, MIN_FURNITURE_CAP
 from pipeline.synth.render import FrameRenderer
 from pipeline.synth.scannet_writer import write_scannet
 from pipeline.synth.scene import generate_scene
@@ -187,8 +188,14 @@ def test_truth_sidecar(written):
 
 def test_furniture_counts_and_repeated_categories(scenes):
     for scene in scenes:
-        furniture = [o.label for o in scene.objects if not o.small and not o.structural and o.label not in ("door", "window")]
-        assert 10 <= len(furniture) <= 40, (scene.scene_id, len(furniture))
+        pieces = [o for o in scene.objects if not o.small and not o.structural and o.label not in ("door", "window")]
+        furniture = [o.label for o in pieces]
+        # Rooms down to 6 m² hold at most 0.8 floor-standing pieces per m² (at least 6); the rest get 10 to 40.
+        # Pieces standing on others (a monitor on a desk, a lamp on a nightstand) take no floor and are not capped.
+        standing = [o for o in pieces if o.support_relation != "on"]
+        area = scene.rooms[0].polygon.area
+        cap = min(MAX_FURNITURE, max(MIN_FURNITURE_CAP, round(FURNITURE_PER_M2 * area)))
+        assert min(MIN_FURNITURE, cap) <= len(standing) <= cap, (scene.scene_id, area, len(standing))
         assert any(furniture.count(label) > 1 for label in set(furniture)), scene.scene_id
         assert {"wall", "floor", "ceiling", "door"} <= {o.label for o in scene.objects}
 

@@ -35,6 +35,9 @@ class Group:
     against_wall: bool
 
 
+GroupMaker = Callable[[np.random.Generator], Group]
+
+
 def sample_size(rng: np.random.Generator, label: str) -> tuple[float, float, float]:
     kind = FURNITURE[label]
     return tuple(float(rng.uniform(*r)) for r in (kind.width, kind.depth, kind.height))  # type: ignore[return-value]
@@ -114,11 +117,59 @@ def dining_group(rng: np.random.Generator, label: str = "dining table") -> Group
 
 
 def kitchen_row(rng: np.random.Generator) -> Group:
-    n = int(rng.integers(2, 5))
-    w = float(rng.uniform(*FURNITURE["kitchen cabinet"].width))
-    d = float(rng.uniform(*FURNITURE["kitchen cabinet"].depth))
-    h = float(rng.uniform(*FURNITURE["kitchen cabinet"].height))
-    members = [Member("kitchen cabinet", (w, d, h), (k - (n - 1) / 2) * (w + 0.005), d / 2 + WALL_GAP) for k in range(n)]
+    return wall_row("kitchen cabinet", 2, 6, gap=0.005, same_size=True)(rng)
+
+
+def wall_row(label: str, lo: int, hi: int, gap: float = 0.04, same_size: bool = False) -> GroupMaker:
+    """``lo``..``hi`` pieces of one category side by side along a wall (a run of shelves, cabinets, plants).
+
+    Real rooms repeat categories this way, and counting questions need counts
+    beyond 1-2 in small rooms too; a run that does not fit a wall is not placed.
+    """
+
+    def make(rng: np.random.Generator) -> Group:
+        n = int(rng.integers(lo, hi + 1))
+        first = sample_size(rng, label)
+        sizes = [first if same_size or k == 0 else sample_size(rng, label) for k in range(n)]
+        total = sum(w for w, _, _ in sizes) + gap * (n - 1)
+        members, x = [], -total / 2
+        for w, d, h in sizes:
+            members.append(Member(label, (w, d, h), x + w / 2, d / 2 + WALL_GAP))
+            x += w + gap
+        return Group(members, True)
+
+    return make
+
+
+def meeting_group(rng: np.random.Generator) -> Group:
+    """One to three tables end to end with chairs down both long sides and sometimes at the ends (2-14 chairs)."""
+    tables = int(rng.integers(1, 4))
+    tw, td, th = sample_size(rng, "table")
+    members = [Member("table", (tw, td, th), (k - (tables - 1) / 2) * (tw + 0.005), 0.0) for k in range(tables)]
+    cw, cd, ch = sample_size(rng, "chair")
+    fits = max(1, min(2, int((tw - 0.1) // (cw + 0.12))))
+    per_table = int(rng.integers(1, fits + 1))
+    for k in range(tables):
+        centre = (k - (tables - 1) / 2) * (tw + 0.005)
+        for j in range(per_table):
+            x = centre + (-0.5 + (j + 0.5) / per_table) * (tw - 0.1)
+            for side, yaw in ((1, math.pi), (-1, 0.0)):
+                members.append(Member("chair", (cw, cd, ch), x, side * (td / 2 + cd / 2 + 0.06), yaw))
+    if rng.random() < 0.5:
+        half = tables * (tw + 0.005) / 2
+        for side, yaw in ((1, math.pi / 2), (-1, -math.pi / 2)):
+            members.append(Member("chair", (cw, cd, ch), side * (half + cd / 2 + 0.06), 0.0, yaw))
+    return Group(members, False)
+
+
+def counter_group(rng: np.random.Generator) -> Group:
+    """A counter against the wall with one to four stools in front of it."""
+    kw, kd, kh = sample_size(rng, "counter")
+    members = [Member("counter", (kw, kd, kh), 0.0, kd / 2 + WALL_GAP)]
+    sw, sd, sh = sample_size(rng, "stool")
+    n = int(rng.integers(1, max(1, min(4, int(kw // (sw + 0.15)))) + 1))
+    for k in range(n):
+        members.append(Member("stool", (sw, sd, sh), (-0.5 + (k + 0.5) / n) * (kw - 0.2), kd + WALL_GAP + 0.1 + sd / 2))
     return Group(members, True)
 
 
@@ -135,66 +186,68 @@ def armchair_pair(rng: np.random.Generator) -> Group:
     return Group(members, True)
 
 
-GroupMaker = Callable[[np.random.Generator], Group]
-
-# room kind -> list of (maker, how many: (min, max), probability of appearing at all)
+# room kind -> list of (maker, how many: (min, max), probability of appearing at all); the count's upper end
+# grows with the room's floor area (``pipeline.synth.layout.repeats``), so big rooms repeat categories more.
 RECIPES: dict[str, list[tuple[GroupMaker, tuple[int, int], float]]] = {
     "bedroom": [
         (bed_group, (1, 1), 1.0),
         (_wall_item("wardrobe"), (1, 2), 0.8),
         (_wall_item("dresser"), (1, 1), 0.6),
         (desk_group, (1, 1), 0.5),
-        (_wall_item("bookshelf"), (1, 1), 0.4),
-        (_wall_item("shelf"), (1, 1), 0.5),
-        (_wall_item("plant"), (1, 2), 0.6),
-        (_wall_item("trash can"), (1, 1), 0.6),
-        (_wall_item("lamp"), (1, 1), 0.4),
-        (_wall_item("chair"), (1, 1), 0.5),
+        (wall_row("bookshelf", 1, 3), (1, 1), 0.4),
+        (wall_row("shelf", 1, 3), (1, 1), 0.5),
+        (wall_row("plant", 1, 3), (1, 2), 0.6),
+        (_wall_item("trash can"), (1, 2), 0.6),
+        (_wall_item("lamp"), (1, 2), 0.4),
+        (wall_row("chair", 1, 2), (1, 2), 0.5),
     ],
     "living": [
         (sofa_group, (1, 1), 1.0),
-        (armchair_pair, (1, 1), 0.7),
-        (_wall_item("bookshelf"), (1, 2), 0.7),
-        (_wall_item("shelf"), (1, 2), 0.6),
-        (_wall_item("plant"), (1, 2), 0.8),
-        (_wall_item("lamp"), (1, 1), 0.6),
-        (_wall_item("cabinet"), (1, 1), 0.5),
-        (dining_group, (1, 1), 0.4),
-        (_wall_item("trash can"), (1, 1), 0.3),
+        (armchair_pair, (1, 2), 0.7),
+        (wall_row("bookshelf", 1, 4), (1, 2), 0.7),
+        (wall_row("shelf", 1, 3), (1, 2), 0.6),
+        (wall_row("plant", 1, 4), (1, 3), 0.8),
+        (_wall_item("lamp"), (1, 4), 0.6),
+        (wall_row("cabinet", 1, 3), (1, 1), 0.5),
+        (dining_group, (1, 1), 0.5),
+        (wall_row("chair", 2, 5), (1, 1), 0.3),
+        (_wall_item("trash can"), (1, 2), 0.3),
     ],
     "office": [
-        (desk_group, (2, 4), 1.0),
-        (_wall_item("bookshelf"), (1, 2), 0.8),
-        (_wall_item("cabinet"), (1, 2), 0.8),
-        (_wall_item("shelf"), (1, 1), 0.6),
-        (_wall_item("trash can"), (1, 2), 0.8),
-        (_wall_item("plant"), (1, 1), 0.6),
-        (lambda rng: dining_group(rng, "table"), (1, 1), 0.5),
+        (desk_group, (1, 8), 1.0),
+        (wall_row("bookshelf", 1, 4), (1, 2), 0.8),
+        (wall_row("cabinet", 1, 4), (1, 2), 0.8),
+        (wall_row("shelf", 1, 3), (1, 1), 0.6),
+        (_wall_item("trash can"), (1, 4), 0.8),
+        (wall_row("plant", 1, 3), (1, 2), 0.6),
+        (meeting_group, (1, 1), 0.6),
+        (wall_row("chair", 2, 6), (1, 1), 0.4),
     ],
     "kitchen": [
         (kitchen_row, (1, 2), 1.0),
         (_wall_item("refrigerator"), (1, 1), 0.9),
-        (_wall_item("counter"), (1, 1), 0.5),
+        (counter_group, (1, 1), 0.6),
         (sink_group, (1, 1), 0.8),
         (dining_group, (1, 1), 1.0),
-        (_wall_item("trash can"), (1, 1), 0.9),
-        (_wall_item("shelf"), (1, 1), 0.5),
-        (_free_item("stool"), (1, 2), 0.3),
+        (_wall_item("trash can"), (1, 2), 0.9),
+        (wall_row("shelf", 1, 3), (1, 1), 0.5),
+        (_free_item("stool"), (1, 3), 0.3),
     ],
     "bathroom": [
         (_wall_item("toilet"), (1, 1), 1.0),
-        (sink_group, (1, 1), 1.0),
+        (sink_group, (1, 2), 1.0),
         (_wall_item("bathtub"), (1, 1), 0.8),
         (_wall_item("trash can"), (1, 1), 0.8),
-        (_wall_item("shelf"), (1, 1), 0.4),
+        (wall_row("shelf", 1, 3), (1, 1), 0.4),
+        (wall_row("cabinet", 1, 2), (1, 1), 0.3),
     ],
 }
 
-# Extra single items tried when a scene is still short of furniture, so repeated categories appear.
+# Extra runs tried when a scene is still short of furniture, so categories repeat (counts of 2-7 and more).
 FILLERS: dict[str, list[GroupMaker]] = {
-    "bedroom": [_wall_item("chair"), _wall_item("plant"), _wall_item("shelf"), _wall_item("nightstand"), _wall_item("trash can")],
-    "living": [_wall_item("chair"), _wall_item("plant"), _wall_item("end table"), _free_item("armchair"), _wall_item("shelf")],
-    "office": [_wall_item("chair"), _wall_item("trash can"), _wall_item("plant"), _wall_item("cabinet"), desk_group],
-    "kitchen": [_free_item("stool"), _wall_item("chair"), _wall_item("trash can"), _wall_item("plant"), _wall_item("cabinet")],
-    "bathroom": [_wall_item("trash can"), _wall_item("shelf"), _wall_item("plant")],
+    "bedroom": [wall_row("chair", 1, 3), wall_row("plant", 1, 4), wall_row("shelf", 1, 3), _wall_item("nightstand"), _wall_item("trash can"), _wall_item("lamp")],
+    "living": [wall_row("chair", 1, 4), wall_row("plant", 1, 4), _wall_item("end table"), _free_item("armchair"), wall_row("shelf", 1, 3), _wall_item("lamp")],
+    "office": [wall_row("chair", 1, 5), _wall_item("trash can"), wall_row("plant", 1, 3), wall_row("cabinet", 1, 4), desk_group, wall_row("bookshelf", 1, 3)],
+    "kitchen": [_free_item("stool"), wall_row("chair", 1, 3), _wall_item("trash can"), wall_row("plant", 1, 3), wall_row("cabinet", 1, 3)],
+    "bathroom": [_wall_item("trash can"), wall_row("shelf", 1, 2), _wall_item("plant")],
 }

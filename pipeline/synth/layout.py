@@ -25,6 +25,9 @@ from pipeline.synth.vocabulary import FURNITURE, SIGNATURE_PLACEMENTS, SMALL_OBJ
 
 CAMERA_CLEARANCE = 0.35  # metres between the camera path and any furniture footprint or wall
 MIN_FURNITURE, MAX_FURNITURE = 10, 40
+FURNITURE_PER_M2 = 0.8  # small rooms get at most this many pieces per m² of floor (a 7 m² bathroom is not a store room)
+MIN_FURNITURE_CAP = 6
+REPEAT_FULL_AREA = 40.0  # m²: a room this big may take a recipe's full repeat count (smaller ones proportionally fewer)
 MIN_UNDER_HEIGHT = 0.6  # only tables and desks one can see under from eye height (not coffee or end tables)
 UNDER_EDGE = 0.12  # metres: things on the floor under a table lie at most this far in from its free edge
 
@@ -92,6 +95,11 @@ def _walkable(shell: Shell, free) -> bool:
     return all(pieces[0].intersection(room.polygon).area > 0.8 for room in shell.rooms)
 
 
+def repeats(lo: int, hi: int, area: float) -> int:
+    """A recipe's largest repeat count in a room of ``area`` m²: ``hi`` from ``REPEAT_FULL_AREA`` up, fewer below."""
+    return lo + round((hi - lo) * min(1.0, area / REPEAT_FULL_AREA))
+
+
 class _Furnisher:
     def __init__(self, shell: Shell, rng: np.random.Generator):
         self.shell = shell
@@ -103,10 +111,17 @@ class _Furnisher:
         self.boxes: list[Box] = [b for o in self.objects for b in o.boxes]
         self.floor_footprints: list[Polygon] = []
         self.items_on: dict[tuple[int, float], int] = {}  # (host object, surface height) -> small objects on it
+        area_cap = max(MIN_FURNITURE_CAP, round(FURNITURE_PER_M2 * shell.scene_polygon.area))
+        self.max_furniture = min(MAX_FURNITURE, area_cap)
 
     @property
     def furniture_count(self) -> int:
-        return sum(1 for o in self.objects if not o.structural and not o.small and o.label not in ("door", "window"))
+        """Floor-standing pieces: what the per-m² cap limits (a monitor or lamp on a desk takes no floor)."""
+        return sum(
+            1
+            for o in self.objects
+            if not o.structural and not o.small and o.label not in ("door", "window") and o.support_relation != "on"
+        )
 
     def try_group(self, group: Group, room: RoomPlan, attempts: int = 30) -> bool:
         edges = _wall_edges(room)
@@ -162,7 +177,7 @@ class _Furnisher:
             new_boxes.extend(boxes)
             if m.on is None:
                 new_floor.append(shapely.union_all([b.footprint() for b in boxes]))
-        if self.furniture_count + len(placed) > MAX_FURNITURE:
+        if self.furniture_count + sum(1 for m in group.members if m.on is None) > self.max_furniture:
             return False
         if not _walkable(self.shell, _free_space(self.shell, self.floor_footprints + new_floor)):
             return False
@@ -173,13 +188,16 @@ class _Furnisher:
 
     def furnish(self) -> None:
         for room in self.shell.rooms:
+            area = room.polygon.area
             for maker, (lo, hi), prob in RECIPES[room.kind]:
                 if self.rng.random() >= prob:
                     continue
-                for _ in range(int(self.rng.integers(lo, hi + 1))):
+                for _ in range(int(self.rng.integers(lo, repeats(lo, hi, area) + 1))):
                     self.try_group(maker(self.rng), room)
-        # Fill up to a per-scene target so scenes differ in density and categories repeat (counting is non-trivial).
-        target = int(self.rng.integers(MIN_FURNITURE + 2, 27))
+        # Fill up to a per-scene target that grows with floor area, so scenes differ in density and categories
+        # repeat in small rooms and big ones (counting is non-trivial: counts of 2-7 and more).
+        area = self.shell.scene_polygon.area
+        target = min(self.max_furniture, max(MIN_FURNITURE + 2, round(float(self.rng.uniform(0.45, 0.8)) * area)))
         fill_tries = 0
         while self.furniture_count < target and fill_tries < 60:
             room = self.shell.rooms[fill_tries % len(self.shell.rooms)]

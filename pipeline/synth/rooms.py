@@ -53,27 +53,59 @@ def _uniform(rng: np.random.Generator, lo: float, hi: float) -> float:
     return float(rng.uniform(lo, hi))
 
 
+# Target floor area per scene, drawn log-uniformly: real indoor scans run from small bathrooms and offices to large
+# living areas and classrooms, and a narrow range lets one constant answer score well on room size (issue 14).
+MIN_SCENE_AREA, MAX_SCENE_AREA = 6.0, 90.0
+MIN_SIDE = 2.0  # metres: the narrowest room still leaves a walkable strip at camera clearance beside its furniture
+
+
+def _log_uniform(rng: np.random.Generator, lo: float, hi: float) -> float:
+    return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+
+
+def _sides(rng: np.random.Generator, area: float, lo: float, hi: float) -> tuple[float, float]:
+    """Width and depth of a rectangle of ``area`` with aspect ratio (long / short) in [lo, hi], either way round."""
+    aspect = _uniform(rng, lo, hi)
+    long_side = math.sqrt(area * aspect)
+    short_side = max(area / long_side, MIN_SIDE)
+    long_side = area / short_side
+    return (long_side, short_side) if rng.random() < 0.5 else (short_side, long_side)
+
+
 def _plan(rng: np.random.Generator) -> tuple[list[RoomPlan], Polygon, tuple | None, str]:
-    """Floor plan; returns rooms, scene polygon, doorway (x0, y0, x1, y1) or None, and the scene kind."""
-    shape = ["single", "single", "L", "two", "two"][int(rng.integers(0, 5))]
+    """Floor plan of about a log-uniform target area; returns rooms, scene polygon, doorway (x0, y0, x1, y1) or
+    None, and the scene kind. Small targets are single rooms; L-shapes and two-room apartments need at least 20 m²."""
+    area = _log_uniform(rng, MIN_SCENE_AREA, MAX_SCENE_AREA)
+    shapes = ["single", "single", "L", "two", "two"] if area >= 20.0 else ["single"]
+    shape = shapes[int(rng.integers(0, len(shapes)))]
     if shape == "single":
-        kind = ["bedroom", "living", "office", "kitchen"][int(rng.integers(0, 4))]
-        w, d = _uniform(rng, 4.0, 6.5), _uniform(rng, 3.4, 5.5)
+        kinds = ["bedroom", "living", "office", "kitchen"]
+        if area < 10.0:
+            kinds = ["bathroom", "office", "bedroom", "kitchen"]
+        elif area > 45.0:
+            kinds = ["living", "office", "kitchen"]
+        kind = kinds[int(rng.integers(0, len(kinds)))]
+        w, d = _sides(rng, area, 1.0, 1.7)
         r = (0.0, 0.0, w, d)
         return [RoomPlan("room0", kind, [r], rect(*r))], rect(*r), None, kind
     if shape == "L":
         kind = ["living", "office"][int(rng.integers(0, 2))]
-        wa, da = _uniform(rng, 4.5, 7.0), _uniform(rng, 3.2, 4.5)
-        wb, db = _uniform(rng, 2.8, wa - 1.5), _uniform(rng, 2.2, 3.5)
+        main_area = area * _uniform(rng, 0.55, 0.72)
+        aspect = _uniform(rng, 1.3, 1.8)
+        wa = math.sqrt(main_area * aspect)
+        da = main_area / wa
+        wb = _uniform(rng, max(2.4, 0.4 * wa), max(2.4, wa - 1.5))
+        db = max((area - main_area) / wb, MIN_SIDE)
         ra, rb = (0.0, 0.0, wa, da), (0.0, da, wb, da + db)
         poly = shapely.union(rect(*ra), rect(*rb)).simplify(0.0).normalize()
         return [RoomPlan("room0", kind, [ra, rb], poly)], poly, None, kind
     pair = [("bedroom", "living"), ("office", "kitchen"), ("living", "kitchen"), ("bedroom", "bathroom")][int(rng.integers(0, 4))]
-    wa, da = _uniform(rng, 3.8, 5.5), _uniform(rng, 3.4, 5.0)
     if pair[1] == "bathroom":
-        wb, db = _uniform(rng, 2.2, 3.0), _uniform(rng, 2.4, 3.2)
+        area_b = min(_uniform(rng, 4.5, 8.0), 0.4 * area)
     else:
-        wb, db = _uniform(rng, 3.5, 5.5), _uniform(rng, 3.4, 5.0)
+        area_b = area * _uniform(rng, 0.35, 0.55)
+    wa, da = _sides(rng, area - area_b, 1.0, 1.5)
+    wb, db = _sides(rng, area_b, 1.0, 1.4)
     if abs(da - db) < 0.3:
         db = da  # no sliver of wall where the two rooms' depths almost agree
     shared = min(da, db)

@@ -21,6 +21,7 @@ caller (``pipeline.visibility.cast``) from the decisions that read the counts.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +57,6 @@ class BlockGrid:
         self.lattice = np.unique((ys[:, None] * self.width + xs[None, :]).ravel())
         jj, ii = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
         self.top_blocks = (ii.ravel(), jj.ravel())
-        self.scratch = np.empty(self.width * self.height, dtype=np.int32)
 
 
 @dataclass
@@ -73,7 +73,15 @@ class FrameCounts:
 
 
 class FrameCast:
-    """The coarse-to-fine cast of one frame; ``resolve`` adds exactness for chosen objects."""
+    """The coarse-to-fine cast of one frame, kept between passes; ``resolve`` makes chosen objects exact.
+
+    ``bounds`` gives every object a sound interval: the lower end counts the cast
+    pixels that show it, the upper end adds every uncast pixel inside its
+    footprint (no pixel outside can show it). An object whose interval has
+    closed (no uncast pixel left in its footprint) has the full cast's count and box.
+    Between uses the pixel image is stored compressed (``close``/``open``), so a
+    scan's frames are never cast twice.
+    """
 
     def __init__(
         self,
@@ -83,15 +91,13 @@ class FrameCast:
         raycaster: MeshRaycaster,
         codes_lut: np.ndarray,
         codes: int,
-        image: np.ndarray | None = None,
     ):
         self.grid, self.cam, self.pose = grid, cam, pose
         self.raycaster, self.lut, self.codes = raycaster, codes_lut, codes
         W, H = grid.width, grid.height
-        self.image = np.empty(W * H, dtype=np.int32) if image is None else image
-        self.image.fill(UNCAST)
+        self.image: np.ndarray | None = np.full(W * H, UNCAST, dtype=np.int32)
+        self._packed: bytes | None = None
         self._cast_pixels: list[np.ndarray] = []
-        self.resolved = np.zeros(codes + 1, dtype=bool)
         self._footprints: FrameFootprints | None = None
         self._cast(grid.lattice)
         self._leaves: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (level, i, j, code)
@@ -121,20 +127,28 @@ class FrameCast:
             corner_pixels = (ys[:, None, :] * W + xs[None, :, :]).ravel()
             corner_pixels = corner_pixels[img[corner_pixels] == UNCAST]
             if corner_pixels.size:
-                self._cast(self._distinct(corner_pixels))
+                self._cast(np.unique(corner_pixels))
             i, j = ci, cj
         # Blocks still mixed at size 2 were split into single pixels, every one of which is now cast.
 
+    # --- state between passes ----------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Store the pixel image compressed (a frame waits for the next pass at a few kilobytes)."""
+        if self.image is not None:
+            self._packed = zlib.compress(self.image.astype(np.int16 if self.codes < 32000 else np.int32).tobytes(), 1)
+            self._packed_dtype = np.int16 if self.codes < 32000 else np.int32
+            self.image = None
+
+    def open(self) -> None:
+        if self.image is None:
+            self.image = np.frombuffer(zlib.decompress(self._packed), dtype=self._packed_dtype).astype(np.int32)
+            self._packed = None
+
     # --- casting ---------------------------------------------------------------------------------------------------
 
-    def _distinct(self, pixels: np.ndarray) -> np.ndarray:
-        """``pixels`` without repeats, in first-seen order (no sort: a scratch slot per pixel remembers who came last)."""
-        scratch = self.grid.scratch
-        order = np.arange(pixels.size, dtype=np.int32)
-        scratch[pixels] = order
-        return pixels[scratch[pixels] == order]
-
     def _cast(self, pixels: np.ndarray) -> None:
+        """Cast grid pixels, in row-major order (neighbouring rays share BVH nodes: a cheaper cast per ray)."""
         triangles = self.raycaster.cast_triangle_ids(self.cam.rays_at(self.pose, pixels))
         self.image[pixels] = self.lut[triangles]
         self._cast_pixels.append(pixels)
@@ -148,22 +162,31 @@ class FrameCast:
             self._footprints = FrameFootprints(boxes, self.cam, self.pose)
         return self._footprints
 
-    def resolve(self, wanted: np.ndarray, boxes) -> None:
-        """Cast every uncast pixel that could show an object flagged in ``wanted`` (per code); they become exact."""
+    def resolve(self, wanted: np.ndarray, boxes) -> int:
+        """Cast every uncast pixel that could show an object flagged in ``wanted`` (per code); returns the rays cast.
+
+        Afterwards each flagged object has no uncast pixel left in its footprint: its interval is closed.
+        """
         wanted = np.asarray(wanted, dtype=bool)[: self.codes]
-        new = wanted & ~self.resolved[: self.codes]
-        if not new.any():
-            return
-        self.resolved[: self.codes] |= new
-        found = self.footprints(boxes).pixels(new)
+        if not wanted.any():
+            return 0
+        found = self.footprints(boxes).pixels(wanted)
         if found is None:
-            return
+            return 0
         (v0, v1, u0, u1), mask = found
         W = self.grid.width
         roi = self.image.reshape(self.grid.height, W)[v0 : v1 + 1, u0 : u1 + 1]
         rows, cols = np.nonzero(mask & (roi == UNCAST))
         if rows.size:
             self._cast((rows + v0) * W + (cols + u0))
+        return int(rows.size)
+
+    def bounds(self, boxes) -> tuple[np.ndarray, np.ndarray]:
+        """Per object code: (lower, upper) pixel counts, both sound (see the class docstring)."""
+        self._tally()
+        lower = self._cast_counts[: self.codes].copy()
+        uncast = (self.image == UNCAST).reshape(self.grid.height, self.grid.width)
+        return lower, lower + self.footprints(boxes).uncast_upper(uncast, self.codes)
 
     # --- counting ----------------------------------------------------------------------------------------------------
 
@@ -202,23 +225,28 @@ class FrameCast:
             leaf = self._locate(pixels)
             self._in_leaf += np.bincount(leaf[leaf >= 0], minlength=n)
 
-    def estimate(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per code: the pixel count (exact for resolved codes, else the quadtree's estimate) and exactness."""
+    def estimate(self) -> np.ndarray:
+        """Per code: the quadtree's count (cast pixels, plus leaf blocks taken to show their corners' code)."""
         self._tally()
-        estimate = self._leaf_area + self._cast_counts - self._in_leaf
-        exact = self.resolved.copy()
-        return np.where(exact, self._cast_counts, estimate), exact
+        return self._leaf_area + self._cast_counts - self._in_leaf
 
-    def counts(self) -> FrameCounts:
-        """Counts and inclusive boxes per code; boxes of resolved codes from their cast pixels only."""
-        counts, exact = self.estimate()
-        grid, W, H, n = self.grid, self.grid.width, self.grid.height, self.codes + 1
+    def counts(self, lower: np.ndarray, upper: np.ndarray) -> FrameCounts:
+        """Counts and inclusive boxes per code: the exact ones where ``lower == upper``, else estimates.
+
+        An estimate is the quadtree's count clipped to ``[lower, upper]``; its box covers its cast pixels
+        and the leaf blocks of its code. A closed interval's box is that of its cast pixels only.
+        """
+        n = self.codes
+        exact = lower == upper
+        counts = np.where(exact, lower, np.clip(self.estimate()[:n], lower, upper))
+        grid, W, H = self.grid, self.grid.width, self.grid.height
         pixels = np.concatenate(self._cast_pixels)
         codes = self.image[pixels]
         py, px = np.divmod(pixels, W)
         big = np.iinfo(np.int64).max
-        cx_min, cy_min = np.full(n, big), np.full(n, big)
-        cx_max, cy_max = np.full(n, -1), np.full(n, -1)
+        m = n + 1
+        cx_min, cy_min = np.full(m, big), np.full(m, big)
+        cx_max, cy_max = np.full(m, -1), np.full(m, -1)
         np.minimum.at(cx_min, codes, px)
         np.minimum.at(cy_min, codes, py)
         np.maximum.at(cx_max, codes, px)
@@ -231,8 +259,8 @@ class FrameCast:
             np.minimum.at(y_min, code, j * c)
             np.maximum.at(x_max, code, np.minimum((i + 1) * c, W) - 1)
             np.maximum.at(y_max, code, np.minimum((j + 1) * c, H) - 1)
-        x_min = np.where(exact, cx_min, x_min)
-        y_min = np.where(exact, cy_min, y_min)
-        x_max = np.where(exact, cx_max, x_max)
-        y_max = np.where(exact, cy_max, y_max)
+        x_min = np.where(exact, cx_min[:n], x_min[:n])
+        y_min = np.where(exact, cy_min[:n], y_min[:n])
+        x_max = np.where(exact, cx_max[:n], x_max[:n])
+        y_max = np.where(exact, cy_max[:n], y_max[:n])
         return FrameCounts(counts, x_min, y_min, x_max, y_max, exact, self.rays)

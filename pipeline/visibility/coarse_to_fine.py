@@ -74,7 +74,7 @@ def object_flags(objects: pl.DataFrame | None, key: str, object_ids: np.ndarray)
 
 
 class CoarseToFineScan:
-    """All frames of one scan, cast coarse-to-fine, with the exact counts the decisions need."""
+    """All frames of one scan, cast coarse-to-fine, with every count a decision reads proven exact."""
 
     def __init__(
         self,
@@ -88,24 +88,30 @@ class CoarseToFineScan:
         triangles: np.ndarray,
         config: Config,
         flags: ObjectFlags,
+        every_frame: np.ndarray | None = None,
     ):
         v = config.visibility
         self.frames = cast_frames
         self.raycaster, self.lut = raycaster, codes_lut
         self.n = len(object_ids)
         self.flags = flags
+        # Objects with a reviewer override: their per-frame rule is settled in every frame, not only up to
+        # the first frame that meets it (an override can switch that frame off).
+        self.every_frame = np.zeros(self.n, dtype=bool) if every_frame is None else every_frame
         self.threshold = float(v.fraction_threshold)
         self.floor = int(v.small_object_pixels)
-        self.margin_rel = float(v.exact_margin)
-        self.margin_px = float(v.exact_margin_pixels)
         self.step = int(v.coarse_step)
         self.boxes = ObjectBoxes(vertices, triangles, codes_lut, self.n, float(v.footprint_cell))
         self._grids: dict[tuple[int, int], BlockGrid] = {}
-        self._buffers: dict[tuple[int, int], np.ndarray] = {}
         self.budgets = self._budget_positions(key, frames, config)
-        self.results: list[FrameCounts | None] = [None] * len(cast_frames)
+        self.casts: list[FrameCast] = []
+        count = len(cast_frames)
+        self.lower = np.zeros((count, self.n), dtype=np.int64)
+        self.upper = np.zeros((count, self.n), dtype=np.int64)
+        self.estimate = np.zeros((count, self.n), dtype=np.int64)
+        self.pixels = np.array([f.cam.grid_width * f.cam.grid_height for f in cast_frames], dtype=np.int64)
         self.passes = 0
-        self.frame_casts = 0
+        self.rays = {"quadtree": 0, "unseen": 0, "first_frame": 0, "best_frame": 0}
 
     def _budget_positions(self, key: str, frames: pl.DataFrame, config: Config) -> list[np.ndarray]:
         """Per budget: positions into ``self.frames`` in rank order (frames not cast are left out)."""
@@ -126,88 +132,105 @@ class CoarseToFineScan:
 
     # --- one frame ---------------------------------------------------------------------------------------------------
 
-    def margin(self, counts: np.ndarray) -> np.ndarray:
-        """How far an estimated count may be from the full cast's: exact_margin * step * sqrt(E) + exact_margin_pixels.
+    def _update(self, p: int) -> None:
+        fc = self.casts[p]
+        self.lower[p], self.upper[p] = fc.bounds(self.boxes)
+        self.estimate[p] = np.clip(fc.estimate()[: self.n], self.lower[p], self.upper[p])
 
-        Misses are detail thinner than a block inside blocks whose corners agree, so they grow with the
-        silhouette length (about sqrt(E)) times the block size; on the ScanNet fixture the largest error at
-        step 8 is about 2.8 sqrt(E) px, 70% of this margin at the default exact_margin 0.5.
-        """
-        return self.margin_rel * self.step * np.sqrt(counts) + self.margin_px
-
-    def _uncertain(self, fc: FrameCast, pixels: int) -> np.ndarray:
-        """Codes whose estimate could fall on either side of a per-frame decision."""
-        n = self.n
-        est, exact = fc.estimate()
-        est, exact = est[:n].astype(np.float64), exact[:n]
-        d = self.margin(est)
-        lo, hi = np.maximum(est - d, 0.0), est + d
-        fraction = (lo / pixels > self.threshold) != (hi / pixels > self.threshold)
-        floor = self.flags.small & ((lo >= self.floor) != (hi >= self.floor))
-        need = (fraction | floor) & ~exact
-        unseen = (est == 0) & self.flags.prove_unseen & ~exact
-        if unseen.any():
-            need |= unseen & fc.footprints(self.boxes).in_view(n)
-        return need
-
-    def cast_frame(self, position: int, required: np.ndarray | None = None) -> FrameCounts:
-        frame = self.frames[position]
+    def _first_cast(self, p: int) -> None:
+        """Quadtree cast of frame ``p``, then 'seen or not' proven for every object (``visible_pixels > 0``)."""
+        frame = self.frames[p]
         cam = frame.cam
         size = (cam.grid_width, cam.grid_height)
         grid = self._grids.get(size)
         if grid is None:
             grid = self._grids[size] = BlockGrid(cam.grid_width, cam.grid_height, self.step)
-            self._buffers[size] = np.empty(cam.grid_width * cam.grid_height, dtype=np.int32)
-        fc = FrameCast(grid, cam, frame.pose, self.raycaster, self.lut, self.n, self._buffers[size])
-        self.frame_casts += 1
-        if required is not None and required.any():
-            fc.resolve(required, self.boxes)
-        pixels = cam.grid_width * cam.grid_height
-        while True:
-            need = self._uncertain(fc, pixels)
-            if not need.any():
-                return fc.counts()
-            fc.resolve(need, self.boxes)
+        fc = FrameCast(grid, cam, frame.pose, self.raycaster, self.lut, self.n)
+        self.casts.append(fc)
+        self.rays["quadtree"] += fc.rays
+        self._update(p)
+        # 'Not seen' needs every pixel that could show the object cast; 'seen' needs one cast pixel.
+        unsure = (self.lower[p] == 0) & (self.upper[p] > 0)
+        if unsure.any():
+            self.rays["unseen"] += fc.resolve(unsure, self.boxes)
+            self._update(p)
+        fc.close()
 
     # --- the scan ----------------------------------------------------------------------------------------------------
 
-    def run(self) -> list[FrameCounts | None]:
+    def run(self) -> list[FrameCounts]:
         for p in range(len(self.frames)):
-            self.results[p] = self.cast_frame(p)
+            self._first_cast(p)
         self.passes = 1
         while True:
-            requests = self._best_frame_requests()
+            requests = self._requests()
             if not requests:
-                return self.results
+                break
             self.passes += 1
             for p in sorted(requests):
-                previous = self.results[p]
-                required = previous.exact[: self.n] | requests[p]
-                self.results[p] = self.cast_frame(p, required)
+                fc = self.casts[p]
+                fc.open()
+                for reason, wanted in requests[p].items():
+                    self.rays[reason] += fc.resolve(wanted, self.boxes)
+                self._update(p)
+                fc.close()
+        results = []
+        for p, fc in enumerate(self.casts):
+            fc.open()
+            results.append(fc.counts(self.lower[p], self.upper[p]))
+            fc.close()
+        return results
 
-    def _best_frame_requests(self) -> dict[int, np.ndarray]:
-        """Frames whose count of some object must be exact before that object's best frame is certain."""
+    def _requests(self) -> dict[int, dict[str, np.ndarray]]:
+        """Per frame and reason: the objects whose interval must close before every decision is settled."""
         n = self.n
-        requests: dict[int, np.ndarray] = {}
+        requests: dict[int, dict[str, np.ndarray]] = {}
+
+        def ask(positions: np.ndarray, want: np.ndarray, reason: str) -> None:
+            rows = np.flatnonzero(want.any(axis=1))
+            for r in rows:
+                per = requests.setdefault(int(positions[r]), {})
+                per[reason] = per.get(reason, np.zeros(n, dtype=bool)) | want[r]
+
+        small = self.flags.small[None, :]
         for positions in self.budgets:
             if positions.size == 0:
                 continue
-            rows = [self.results[p] for p in positions]
-            counts = np.stack([r.counts[:n] for r in rows]).astype(np.float64)  # (frames, codes)
-            exact = np.stack([r.exact[:n] for r in rows])
-            pixels = np.array([self.frames[p].cam.grid_width * self.frames[p].cam.grid_height for p in positions], float)
-            value = counts / pixels[:, None]
-            upper = np.where(exact, value, (counts + self.margin(counts)) / pixels[:, None])
-            lower = np.where(exact, value, np.maximum(counts - self.margin(counts), 0.0) / pixels[:, None])
-            seen = counts > 0
-            # The winner's value is at least the best lower bound; every frame that could reach it must be exact.
-            bar = np.where(seen, lower, -1.0).max(axis=0)
-            want_all = seen & ~exact & (upper >= bar[None, :])
-            for code in np.flatnonzero(want_all.any(axis=0)):
-                want = np.flatnonzero(want_all[:, code])
-                for w in want:
-                    p = int(positions[w])
-                    if p not in requests:
-                        requests[p] = np.zeros(n, dtype=bool)
-                    requests[p][code] = True
+            lower, upper = self.lower[positions], self.upper[positions]
+            pixels = self.pixels[positions][:, None].astype(np.float64)
+            lo, hi = lower / pixels, upper / pixels
+            closed = lower == upper
+            rank = np.arange(positions.size)[:, None]
+            # SPEC §3 per frame ("meets the rule"): settled when both ends of the interval agree.
+            meets_lo = (lo > self.threshold) | (small & (lower >= self.floor))
+            meets_hi = (hi > self.threshold) | (small & (upper >= self.floor))
+            unsettled = meets_lo != meets_hi
+            # visible / first_frame read the rule in rank order up to the first frame that meets it.
+            # The first frame that surely meets it, or else the first the estimate says meets (closed this round).
+            est = self.estimate[positions]
+            guessed = unsettled & ((est / pixels > self.threshold) | (small & (est >= self.floor)))
+            surely = np.where(meets_lo.any(axis=0), meets_lo.argmax(axis=0), positions.size)
+            likely = np.where(guessed.any(axis=0), guessed.argmax(axis=0), positions.size)
+            first = np.minimum(surely, likely)
+            want_first = unsettled & ((rank <= first[None, :]) | self.every_frame[None, :])
+            # best frame: the largest fraction, ties to the lowest rank (object_visibility's sort). A frame is out
+            # when its upper end is below some frame's lower end, or loses to the best closed frame.
+            seen = lower > 0
+            bar = np.where(seen, lo, -1.0).max(axis=0)
+            value = np.where(seen & closed, lo, -1.0)
+            best = value.max(axis=0)
+            best_rank = value.argmax(axis=0)
+            beaten = (hi < bar[None, :]) | (hi < best[None, :]) | ((hi == best[None, :]) & (rank > best_rank[None, :]))
+            compete = seen & ~closed & ~beaten
+            # Until an object has a closed competitor, close only the one with the largest estimate (most likely the
+            # winner, so its value prunes the rest); then every frame still competing.
+            guess = compete.any(axis=0) & ~(seen & closed & ~beaten).any(axis=0)
+            if guess.any():
+                est = np.where(compete, est / pixels, -1.0)
+                top = est.argmax(axis=0)
+                pick = np.zeros_like(compete)
+                pick[top[guess], np.flatnonzero(guess)] = True
+                compete = np.where(guess[None, :], pick, compete)
+            ask(positions, want_first, "first_frame")
+            ask(positions, compete, "best_frame")
         return requests

@@ -38,7 +38,7 @@ import polars as pl
 from pipeline.config import Config
 from pipeline.frames.budgets import sample_frames
 from pipeline.geometry.raycast import CameraRays, MeshRaycaster
-from pipeline.visibility.adaptive import BlockGrid, FrameCast, FrameCounts
+from pipeline.visibility.adaptive import CLOSE, OTHERS, OWN, BlockGrid, FrameCast, FrameCounts
 from pipeline.visibility.footprints import ObjectBoxes
 
 
@@ -112,6 +112,8 @@ class CoarseToFineScan:
         self.pixels = np.array([f.cam.grid_width * f.cam.grid_height for f in cast_frames], dtype=np.int64)
         self.passes = 0
         self.rays = {"quadtree": 0, "unseen": 0, "first_frame": 0, "best_frame": 0}
+        # Per frame and object: partial resolutions already tried (the next request for it closes the interval).
+        self.tried = {OTHERS: np.zeros((count, self.n), dtype=bool), OWN: np.zeros((count, self.n), dtype=bool)}
 
     def _budget_positions(self, key: str, frames: pl.DataFrame, config: Config) -> list[np.ndarray]:
         """Per budget: positions into ``self.frames`` in rank order (frames not cast are left out)."""
@@ -170,8 +172,10 @@ class CoarseToFineScan:
             for p in sorted(requests):
                 fc = self.casts[p]
                 fc.open()
-                for reason, wanted in requests[p].items():
-                    self.rays[reason] += fc.resolve(wanted, self.boxes)
+                for (reason, mode), wanted in requests[p].items():
+                    self.rays[reason] += fc.resolve(wanted, self.boxes, mode)
+                    if mode in self.tried:
+                        self.tried[mode][p] |= wanted
                 self._update(p)
                 fc.close()
         results = []
@@ -186,11 +190,16 @@ class CoarseToFineScan:
         n = self.n
         requests: dict[int, dict[str, np.ndarray]] = {}
 
-        def ask(positions: np.ndarray, want: np.ndarray, reason: str) -> None:
+        def ask(positions: np.ndarray, want: np.ndarray, reason: str, mode: str) -> None:
             rows = np.flatnonzero(want.any(axis=1))
             for r in rows:
                 per = requests.setdefault(int(positions[r]), {})
-                per[reason] = per.get(reason, np.zeros(n, dtype=bool)) | want[r]
+                per[reason, mode] = per.get((reason, mode), np.zeros(n, dtype=bool)) | want[r]
+
+        def ask_cheaply(positions: np.ndarray, want: np.ndarray, reason: str, mode: str, tried: np.ndarray) -> None:
+            """A partial resolution first; where it was already tried, close the interval."""
+            ask(positions, want & ~tried, reason, mode)
+            ask(positions, want & tried, reason, CLOSE)
 
         small = self.flags.small[None, :]
         for positions in self.budgets:
@@ -225,12 +234,18 @@ class CoarseToFineScan:
             # Until an object has a closed competitor, close only the one with the largest estimate (most likely the
             # winner, so its value prunes the rest); then every frame still competing.
             guess = compete.any(axis=0) & ~(seen & closed & ~beaten).any(axis=0)
+            est_value = est / pixels
             if guess.any():
-                est = np.where(compete, est / pixels, -1.0)
-                top = est.argmax(axis=0)
+                top = np.where(compete, est_value, -1.0).argmax(axis=0)
                 pick = np.zeros_like(compete)
                 pick[top[guess], np.flatnonzero(guess)] = True
                 compete = np.where(guess[None, :], pick, compete)
-            ask(positions, want_first, "first_frame")
-            ask(positions, compete, "best_frame")
+            tried_others, tried_own = self.tried[OTHERS][positions], self.tried[OWN][positions]
+            # Probably meets: cast its own leaf blocks (raises the lower end); probably not: the others' (lowers the upper).
+            ask_cheaply(positions, want_first & guessed, "first_frame", OWN, tried_own)
+            ask_cheaply(positions, want_first & ~guessed, "first_frame", OTHERS, tried_others)
+            # The likely winner is closed; a frame whose estimate cannot reach the best closed one tries 'others' first.
+            hopeless = (est_value < best[None, :]) & ~guess[None, :]
+            ask_cheaply(positions, compete & hopeless, "best_frame", OTHERS, tried_others)
+            ask(positions, compete & ~hopeless, "best_frame", CLOSE)
         return requests

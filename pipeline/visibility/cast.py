@@ -155,9 +155,11 @@ def compute_visibility(
     Frames whose pose is not finite are never cast.
 
     ``visibility.cast`` picks how: ``full`` (the default) casts one ray per pixel
-    (every row exact); ``adaptive`` (experimental) casts coarse-to-fine and makes exact
-    every count a SPEC §3 decision reads (``pipeline.visibility.coarse_to_fine``),
-    using the scan's ``objects`` (small and structural flags) when given. With
+    (every row exact); ``adaptive`` casts coarse-to-fine and proves exact every
+    count a SPEC §3 decision reads (``pipeline.visibility.coarse_to_fine``), using
+    the scan's ``objects`` (small-object flags; without them every object is
+    treated as small) and reviewer ``overrides`` (an overridden object's rule is
+    settled in every frame) when given. With
     ``resolution_scale`` < 1 (default from config) a reduced grid is cast instead
     and pixel counts are rescaled to the full frame (every row an estimate).
     """

@@ -1,31 +1,32 @@
-"""The scan's visibility from a coarse-to-fine cast, exact wherever a SPEC §3 decision reads a count.
+"""The scan's visibility from a coarse-to-fine cast, exact wherever a SPEC §3 decision reads a count - by construction.
 
-``pipeline.visibility.adaptive`` casts each frame coarsely, traces silhouettes at
-full resolution and can make any object's count exact (``resolve``). This module
-decides which counts must be exact - every count some decision depends on:
+``pipeline.visibility.adaptive`` casts each frame coarsely and traces silhouettes
+at full resolution. Every object then has a sound interval per frame: *lower* =
+cast pixels showing it, *upper* = lower + uncast pixels inside its footprint (no
+pixel outside a footprint can show the object). A decision is settled when the
+interval cannot straddle it; otherwise more of that object's footprint is cast
+(first the uncast pixels the quadtree guesses show something else or the object
+itself, whichever side the estimate is on; then all of them, which closes the
+interval: the full cast's count and box). No margin or estimate ever decides:
 
-* **fraction threshold** (``frame_fraction > fraction_threshold``) and **pixel
-  floor** (``visible_pixels >= small_object_pixels``, small objects): an
-  estimate decides only when it is farther from the threshold than its error
-  margin (``exact_margin * coarse_step * sqrt(E) + exact_margin_pixels``); otherwise the
-  count is resolved. So every per-frame "meets the rule" is the full cast's,
-  and with it ``visible``, ``first_frame`` and ``rule`` of every budget.
-* **any pixel at all** (``visible_pixels > 0``: ``frames_visible`` and the
-  query-drop frames of the dummy videos): an object that no cast pixel shows but
-  whose footprint is in the frame is resolved, so "not seen" is proven, not
-  guessed (for every object when the scan's ``objects`` are not given, else for
-  the non-structural ones - the only ones questions and dummy videos name).
-* **best frame** per budget: the winning frame's count is resolved, and so is
-  every other frame of the budget whose estimate plus margin could beat or tie
-  it; repeated until the winner is exact and no estimate can reach it. So
-  ``best_frame``, ``max_fraction`` and ``max_pixels`` are the full cast's.
+* **seen or not** (``visible_pixels > 0``: which rows exist, ``frames_visible``,
+  the query-drop frames of the dummy videos): ``lower > 0`` proves seen,
+  ``upper == 0`` proves unseen; every object in every frame (pass 1).
+* **meets the rule** (``frame_fraction > fraction_threshold`` or, for small
+  objects, ``visible_pixels >= small_object_pixels``), read by ``visible`` and
+  ``first_frame``: settled per budget in rank order up to the first frame that
+  surely meets it (in every frame for objects with a reviewer override).
+* **best frame** per budget (largest fraction, ties to the lowest rank, as
+  ``object_visibility`` sorts): a frame is out when its upper end is below some
+  frame's lower end or below the best closed frame (equal and a later rank: out
+  too); the rest compete until one closed frame beats them all. The likely winner
+  (largest estimate) is closed first so that its value prunes the others.
 
+Frames keep their cast state between rounds (nothing is cast twice). Rows whose
+interval stayed open say ``pixels_exact = false``: their count is the quadtree's
+estimate clipped to the interval, their box an estimate; no decision read them.
 Budgets are ``pipeline.frames.budgets.sample_frames`` of the same frames and
-config, as ``frame_samples`` is. Every other count (an object far from both
-thresholds and not competing for a best frame) is an estimate: its row says
-``pixels_exact = false``. The margin is a measured bound, not a proof: on the
-synthetic scans and the ScanNet fixture the largest estimate error is a small
-part of it (``scan2qa bench build`` prints the ratio).
+config, as ``frame_samples`` is.
 """
 
 from __future__ import annotations

@@ -100,6 +100,7 @@ class FrameCast:
         self.cast_counts = np.zeros(m, dtype=np.int64)
         self.box = np.array([[big] * m, [big] * m, [-1] * m, [-1] * m], dtype=np.int64)  # x0, y0, x1, y1
         self.rays = 0
+        self.closed = np.zeros(codes, dtype=bool)  # objects with no uncast pixel left in their footprint
         self._footprints: FrameFootprints | None = None
         img = grid.scratch
         img.fill(UNCAST)
@@ -201,6 +202,8 @@ class FrameCast:
         wanted = np.asarray(wanted, dtype=bool)[: self.codes]
         if not wanted.any():
             return 0
+        if mode == CLOSE:
+            self.closed |= wanted
         found = self.footprints(boxes).pixels(wanted)
         if found is None:
             return 0
@@ -224,7 +227,8 @@ class FrameCast:
         """Per object code: (lower, upper) pixel counts, both sound (see the module docstring)."""
         lower = self.cast_counts[: self.codes].copy()
         uncast = self.open().reshape(self.grid.height, self.grid.width)
-        return lower, lower + self.footprints(boxes).uncast_upper(uncast, self.codes)
+        upper = lower + self.footprints(boxes).uncast_upper(uncast, self.codes)
+        return lower, np.where(self.closed, lower, upper)
 
     def estimate(self) -> np.ndarray:
         """Per code: the quadtree's count (cast pixels, plus leaf blocks taken to show their corners' code)."""

@@ -52,26 +52,26 @@ class CastFrame:
 
 @dataclass
 class ObjectFlags:
-    """Per object code: small-vocabulary object (pixel floor applies), and whether 'not seen' must be proven."""
+    """Per object code: which pixel rule ``object_visibility`` may apply (small objects also have the 150-pixel floor).
 
-    small: np.ndarray
-    prove_unseen: np.ndarray
+    An object the ``objects`` table does not describe may get either (``object_visibility`` is given its own
+    ``objects``), so both rules are settled for it.
+    """
+
+    may_be_small: np.ndarray
+    may_be_large: np.ndarray
 
 
 def object_flags(objects: pl.DataFrame | None, key: str, object_ids: np.ndarray) -> ObjectFlags:
-    """Flags from the scan's ``objects`` table; without it every object may be small and must be proven unseen."""
+    """Flags from the scan's ``objects`` table; without it (or a row) both rules are settled."""
     n = len(object_ids)
     if objects is None:
         return ObjectFlags(np.ones(n, dtype=bool), np.ones(n, dtype=bool))
     rows = objects.filter(pl.col("key") == key) if "key" in objects.columns else objects
     small = dict(zip(rows["object_id"].to_list(), rows["small_object"].fill_null(False).to_list()))
-    structural = dict(zip(rows["object_id"].to_list(), rows["structural"].fill_null(False).to_list()))
-    ids = [int(i) for i in object_ids]
-    # An object the table does not know is treated like the table's own small/non-structural ones.
-    return ObjectFlags(
-        np.array([bool(small.get(i, True)) for i in ids], dtype=bool),
-        np.array([not bool(structural.get(i, False)) for i in ids], dtype=bool),
-    )
+    known = np.array([int(i) in small for i in object_ids], dtype=bool)
+    is_small = np.array([bool(small.get(int(i), False)) for i in object_ids], dtype=bool)
+    return ObjectFlags(is_small | ~known, ~is_small | ~known)
 
 
 class CoarseToFineScan:
@@ -202,7 +202,6 @@ class CoarseToFineScan:
             ask(positions, want & ~tried, reason, mode)
             ask(positions, want & tried, reason, CLOSE)
 
-        small = self.flags.small[None, :]
         for positions in self.budgets:
             if positions.size == 0:
                 continue
@@ -211,18 +210,23 @@ class CoarseToFineScan:
             lo, hi = lower / pixels, upper / pixels
             closed = lower == upper
             rank = np.arange(positions.size)[:, None]
-            # SPEC §3 per frame ("meets the rule"): settled when both ends of the interval agree.
-            meets_lo = (lo > self.threshold) | (small & (lower >= self.floor))
-            meets_hi = (hi > self.threshold) | (small & (upper >= self.floor))
-            unsettled = meets_lo != meets_hi
-            # visible / first_frame read the rule in rank order up to the first frame that meets it.
-            # The first frame that surely meets it, or else the first the estimate says meets (closed this round).
             est = self.estimate[positions]
-            guessed = unsettled & ((est / pixels > self.threshold) | (small & (est >= self.floor)))
-            surely = np.where(meets_lo.any(axis=0), meets_lo.argmax(axis=0), positions.size)
-            likely = np.where(guessed.any(axis=0), guessed.argmax(axis=0), positions.size)
-            first = np.minimum(surely, likely)
-            want_first = unsettled & ((rank <= first[None, :]) | self.every_frame[None, :])
+            want_first = np.zeros(lower.shape, dtype=bool)
+            guessed = np.zeros(lower.shape, dtype=bool)
+            for small, applies in ((True, self.flags.may_be_small), (False, self.flags.may_be_large)):
+                # SPEC §3 per frame ("meets the rule"): settled when both ends of the interval agree.
+                meets_lo = (lo > self.threshold) | (small & (lower >= self.floor))
+                meets_hi = (hi > self.threshold) | (small & (upper >= self.floor))
+                unsettled = (meets_lo != meets_hi) & applies[None, :]
+                # visible / first_frame read the rule in rank order up to the first frame that surely meets it,
+                # or else up to the first one the estimate says meets (closed this round).
+                likely_meets = unsettled & ((est / pixels > self.threshold) | (small & (est >= self.floor)))
+                surely = np.where(meets_lo.any(axis=0), meets_lo.argmax(axis=0), positions.size)
+                likely = np.where(likely_meets.any(axis=0), likely_meets.argmax(axis=0), positions.size)
+                first = np.minimum(surely, likely)
+                want = unsettled & ((rank <= first[None, :]) | self.every_frame[None, :])
+                want_first |= want
+                guessed |= want & likely_meets
             # best frame: the largest fraction, ties to the lowest rank (object_visibility's sort). A frame is out
             # when its upper end is below some frame's lower end, or loses to the best closed frame.
             seen = lower > 0

@@ -140,11 +140,11 @@ class FrameCast:
         # Blocks still mixed at size 2 were split into single pixels, every one of which is now cast.
         self._image = None
         uncast = img == UNCAST
-        self._estimate = self._quadtree_estimate(np.concatenate(cast), img)
+        self._estimate = self._quadtree_estimate(np.concatenate(cast))
         self._packed = np.packbits(uncast)
         self._uncast: np.ndarray | None = None
 
-    def _quadtree_estimate(self, cast: np.ndarray, img: np.ndarray) -> np.ndarray:
+    def _quadtree_estimate(self, cast: np.ndarray) -> np.ndarray:
         """Per code: cast pixels, plus the area of leaf blocks of its code not counting their cast pixels."""
         W, H, m = self.grid.width, self.grid.height, self.codes + 1
         area = np.zeros(m, dtype=np.int64)

@@ -44,8 +44,15 @@ def visibility(
     mesh = geometry.mesh if geometry is not None else None
     frames_cast = int(scan_frames["in_all_frame"].sum())
     raycaster = CountingRaycaster(FrameCounter(context, "visibility", frames_cast), scan_raycaster(key, mesh))
+    config = storage.config()
+    overrides = None
+    if config.visibility.cast == "adaptive":  # it settles an overridden object's rule in every frame
+        from pipeline.visibility.cast import read_visibility_overrides
+
+        overrides = read_visibility_overrides(config.tables_root, config.storage_options)
     table = compute_visibility(
-        key, scan_frames, mesh, storage.config(), image_rotation=rotation, raycaster=raycaster, objects=objects
+        key, scan_frames, mesh, config, image_rotation=rotation, raycaster=raycaster, objects=objects,
+        overrides=overrides,
     )
     context.add_output_metadata({"frames_cast": frames_cast})
     return table

@@ -28,13 +28,11 @@ class VisibilityConfig:
     fraction_threshold: float = 0.05  # ReVSI: > 5% of the frame in the best sampled frame
     small_object_pixels: int = 150  # pixel floor for small-vocabulary objects at 640x480
     resolution_scale: float = 1.0  # < 1 renders a reduced-resolution mask and rescales counts (estimates only)
-    # "full": one ray per pixel of every frame. "adaptive" (experimental): coarse grid, silhouettes at full
-    # resolution, exact counts wherever a decision reads one (pipeline/visibility/coarse_to_fine.py); its error
-    # margin is not yet a safe bound (see README), so it is not the default.
+    # "full": one ray per pixel of every frame. "adaptive": coarse grid, silhouettes at full resolution, and every
+    # count a decision reads proven exact by sound bounds (pipeline/visibility/coarse_to_fine.py); it decides exactly
+    # as "full" but is not cheaper on today's scans (README, Method -> Visibility), so it is not the default.
     cast: str = "full"
     coarse_step: int = 8  # adaptive: pixels between coarse rays (a power of two)
-    exact_margin: float = 0.5  # adaptive: an estimate E decides only farther than exact_margin * coarse_step * sqrt(E)
-    exact_margin_pixels: int = 128  # ... + exact_margin_pixels from a threshold or a best frame; else it is cast exactly
     footprint_cell: float = 0.5  # adaptive: metres; objects are bounded by one box per grid cell of their triangles
 
     def __post_init__(self):
@@ -43,8 +41,8 @@ class VisibilityConfig:
         step = int(self.coarse_step)
         if step < 2 or step & (step - 1):
             raise ConfigError(f"visibility.coarse_step must be a power of two >= 2, got {self.coarse_step}")
-        if self.exact_margin < 0 or self.exact_margin_pixels < 0 or not self.footprint_cell > 0:
-            raise ConfigError("visibility.exact_margin, exact_margin_pixels must be >= 0 and footprint_cell > 0")
+        if not self.footprint_cell > 0:
+            raise ConfigError(f"visibility.footprint_cell must be > 0, got {self.footprint_cell}")
 
 
 @dataclass

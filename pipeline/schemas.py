@@ -126,13 +126,16 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("visible_pixels", _i32),
             ("frame_fraction", _f64),
             ("bbox", pa.list_(_i32)),  # x_min, y_min, x_max, y_max of the visible pixels
-            # True: visible_pixels, frame_fraction and bbox are the full-resolution cast's. False: an estimate of the
-            # coarse-to-fine cast (visibility.cast = adaptive; only where no decision reads the count) or of a
-            # reduced grid (resolution_scale < 1). Null in tables written before the column existed.
+            # True: visible_pixels, frame_fraction and bbox are the full-resolution cast's (always with cast = full).
+            # False: an estimate - of the coarse-to-fine cast (visibility.cast = adaptive: a count inside a sound
+            # interval that no decision read; which rows exist is exact either way, and every object_visibility
+            # column is the full cast's) or of a reduced grid (resolution_scale < 1). Null in tables written before
+            # the column existed.
             ("pixels_exact", _bool),
         ]
     ),
-    # Per budget and object: the SPEC §3 visibility decision.
+    # Per budget and object: the SPEC §3 visibility decision. Every column is exact with either visibility.cast
+    # (adaptive proves each count these read: pipeline/visibility/coarse_to_fine.py).
     "object_visibility": pa.schema(
         [
             ("key", _str),

@@ -77,6 +77,52 @@ def test_footprints_hold_every_pixel_of_their_object():
             assert mask_full[ys, xs].all()
 
 
+def test_bounds_hold_the_full_cast_count_before_and_after_each_resolution():
+    """lower <= the full cast's count <= upper for every object, whatever has been cast; closing makes them equal."""
+    from pipeline.visibility.adaptive import CLOSE, OTHERS, OWN, BlockGrid, FrameCast
+
+    mesh = scene_mesh()
+    rc = MeshRaycaster(mesh.vertices, mesh.triangles)
+    lookup = TriangleObjects(mesh.triangle_object_ids, len(mesh.triangles))
+    n = lookup.background
+    boxes = ObjectBoxes(mesh.vertices, mesh.triangles, lookup.codes, n, cell=0.5)
+    cam = CameraRays(K640, 640, 480)
+    grid = BlockGrid(640, 480, 8)
+    for a in np.linspace(0, 6, 5):
+        pose = look_at((0, 0, 1.5), (np.cos(a) * 3, np.sin(a) * 3, 0.6))
+        truth = np.bincount(lookup.codes[rc.cast_triangle_ids(cam.rays(pose))], minlength=n + 1)[:n]
+        fc = FrameCast(grid, cam, pose, rc, lookup.codes, n)
+        steps = [(np.arange(n) % 3 == 0, OTHERS), (np.arange(n) % 3 == 1, OWN), (np.arange(n) % 2 == 0, CLOSE)]
+        for wanted, mode in [(np.zeros(n, dtype=bool), CLOSE)] + steps:
+            fc.resolve(wanted, boxes, mode)
+            lower, upper = fc.bounds(boxes)
+            assert (lower <= truth).all() and (truth <= upper).all()
+        assert (lower[wanted] == truth[wanted]).all() and (upper[wanted] == truth[wanted]).all()
+        assert fc.rays < cam.count
+
+
+def test_reviewer_overrides_decide_as_the_full_cast():
+    """An override can switch off the first frame that meets the rule: the adaptive cast settles every frame of it."""
+    mesh = scene_mesh()
+    poses = [look_at((0, 0, 1.5), (np.cos(a) * 3, np.sin(a) * 3, 0.8)) for a in np.linspace(0, 6.2, 24)]
+    frames = frames_table(poses)
+    key = "synthetic/synth0000_00"
+    config = Config()
+    samples = sample_frames(frames, config)
+    full = compute_visibility(key, frames, mesh, config_for("full"))
+    plain = object_visibility(key, full, samples, config=config)
+    first = plain.filter(pl.col("visible") & (pl.col("budget") == "all")).head(3)
+    overrides = pl.DataFrame(
+        {"key": [key] * first.height, "object_id": first["object_id"], "frame_index": first["first_frame"],
+         "visible": [False] * first.height}
+    )
+    adaptive = compute_visibility(key, frames, mesh, config_for("adaptive"), overrides=overrides)
+    a = object_visibility(key, full, samples, overrides=overrides, config=config)
+    b = object_visibility(key, adaptive, samples, overrides=overrides, config=config)
+    assert a.select(DECISION_COLUMNS).equals(b.select(DECISION_COLUMNS))
+    assert not a.equals(plain)
+
+
 def test_adaptive_decisions_and_exact_rows_equal_the_full_cast():
     mesh = scene_mesh()
     poses = [look_at((0, 0, 1.5), (np.cos(a) * 3, np.sin(a) * 3, 0.8)) for a in np.linspace(0, 6.2, 40)]

@@ -11,12 +11,14 @@ exact. Unknown pixels are filled by a quadtree over that grid:
    changes are therefore traced at full resolution; only detail that slips
    between four equal corners (a sliver thinner than the block) can be missed.
 
-That gives an estimated count and box per object. ``resolve`` then makes chosen
-objects exact: it casts every uncast pixel inside the object's footprint
-(``pipeline.visibility.footprints``), the only pixels that can show it, after
-which the object's count and box are those of its cast pixels - exactly what the
-full cast would give. Which objects a frame must resolve is decided by the
-caller (``pipeline.visibility.cast``) from the decisions that read the counts.
+That gives an estimated count and box per object, which only guides what to
+cast next. What decisions read are sound bounds (``FrameCast.bounds``): at least
+the cast pixels showing the object, at most those plus every uncast pixel inside
+its footprint (``pipeline.visibility.footprints``: no pixel outside can show it).
+``resolve`` casts uncast pixels of chosen footprints; once none is left the
+object's count and box are those of its cast pixels - exactly the full cast's.
+Which objects a frame must resolve is decided by
+``pipeline.visibility.coarse_to_fine`` from the decisions that read the counts.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pipeline.geometry.raycast import CameraRays, MeshRaycaster
 from pipeline.visibility.footprints import FrameFootprints
 
 UNCAST = -1
+CLOSE, OTHERS, OWN = "close", "others", "own"  # what FrameCast.resolve casts
 
 
 class BlockGrid:
@@ -56,12 +59,12 @@ class BlockGrid:
         self.lattice = np.unique((ys[:, None] * self.width + xs[None, :]).ravel())
         jj, ii = np.meshgrid(np.arange(ny), np.arange(nx), indexing="ij")
         self.top_blocks = (ii.ravel(), jj.ravel())
-        self.scratch = np.empty(self.width * self.height, dtype=np.int32)
+        self.scratch = np.empty(self.width * self.height, dtype=np.int32)  # one frame's codes while its quadtree is cast
 
 
 @dataclass
 class FrameCounts:
-    """Per object code (background last): pixel counts, inclusive boxes, and whether each count is exact."""
+    """Per object code: pixel counts, inclusive boxes, and whether each count is exact."""
 
     counts: np.ndarray
     x_min: np.ndarray
@@ -73,7 +76,12 @@ class FrameCounts:
 
 
 class FrameCast:
-    """The coarse-to-fine cast of one frame; ``resolve`` adds exactness for chosen objects."""
+    """The coarse-to-fine cast of one frame, kept between passes; ``resolve`` casts more of it.
+
+    What is kept per frame is small: which pixels are still uncast (a packed bit mask), the quadtree's
+    leaf blocks, and per object code the number and the box of the cast pixels showing it. The codes
+    of cast pixels are not needed again, so a frame is never cast twice.
+    """
 
     def __init__(
         self,
@@ -83,16 +91,21 @@ class FrameCast:
         raycaster: MeshRaycaster,
         codes_lut: np.ndarray,
         codes: int,
-        image: np.ndarray | None = None,
     ):
         self.grid, self.cam, self.pose = grid, cam, pose
         self.raycaster, self.lut, self.codes = raycaster, codes_lut, codes
         W, H = grid.width, grid.height
-        self.image = np.empty(W * H, dtype=np.int32) if image is None else image
-        self.image.fill(UNCAST)
-        self._cast_pixels: list[np.ndarray] = []
-        self.resolved = np.zeros(codes + 1, dtype=bool)
+        m = codes + 1
+        big = np.iinfo(np.int64).max
+        self.cast_counts = np.zeros(m, dtype=np.int64)
+        self.box = np.array([[big] * m, [big] * m, [-1] * m, [-1] * m], dtype=np.int64)  # x0, y0, x1, y1
+        self.rays = 0
+        self.closed = np.zeros(codes, dtype=bool)  # objects with no uncast pixel left in their footprint
         self._footprints: FrameFootprints | None = None
+        img = grid.scratch
+        img.fill(UNCAST)
+        self._image = img
+        cast = [grid.lattice]
         self._cast(grid.lattice)
         self._leaves: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (level, i, j, code)
         self._states: list[np.ndarray] = []
@@ -101,7 +114,6 @@ class FrameCast:
             state = np.full(grid.shapes[level], -2, dtype=np.int32)
             x0, x1 = np.minimum(i * c, W - 1), np.minimum((i + 1) * c, W - 1)
             y0, y1 = np.minimum(j * c, H - 1), np.minimum((j + 1) * c, H - 1)
-            img = self.image
             a = img[y0 * W + x0]
             same = (a == img[y0 * W + x1]) & (a == img[y1 * W + x0]) & (a == img[y1 * W + x1])
             state[j, i] = np.where(same, a, -1)
@@ -121,51 +133,106 @@ class FrameCast:
             corner_pixels = (ys[:, None, :] * W + xs[None, :, :]).ravel()
             corner_pixels = corner_pixels[img[corner_pixels] == UNCAST]
             if corner_pixels.size:
-                self._cast(self._distinct(corner_pixels))
+                corner_pixels = np.unique(corner_pixels)
+                cast.append(corner_pixels)
+                self._cast(corner_pixels)
             i, j = ci, cj
         # Blocks still mixed at size 2 were split into single pixels, every one of which is now cast.
+        self._image = None
+        uncast = img == UNCAST
+        self._estimate = self._quadtree_estimate(np.concatenate(cast))
+        self._packed = np.packbits(uncast)
+        self._uncast: np.ndarray | None = None
+
+    def _quadtree_estimate(self, cast: np.ndarray) -> np.ndarray:
+        """Per code: cast pixels, plus the area of leaf blocks of its code not counting their cast pixels."""
+        W, H, m = self.grid.width, self.grid.height, self.codes + 1
+        area = np.zeros(m, dtype=np.int64)
+        for (level, i, j, code), c in zip(self._leaves, self.grid.sizes):
+            if i.size:
+                block = (np.minimum((i + 1) * c, W) - i * c) * (np.minimum((j + 1) * c, H) - j * c)
+                area += np.bincount(code, weights=block, minlength=m).astype(np.int64)
+        leaf = self._locate(cast)
+        in_leaf = np.bincount(leaf[leaf >= 0], minlength=m)
+        return area + self.cast_counts - in_leaf
+
+    # --- state between uses ------------------------------------------------------------------------------------------
+
+    def open(self) -> np.ndarray:
+        """The uncast mask as a flat bool array (unpacked until ``close``)."""
+        if self._uncast is None:
+            self._uncast = np.unpackbits(self._packed, count=self.grid.width * self.grid.height).view(bool)
+        return self._uncast
+
+    def close(self) -> None:
+        if self._uncast is not None:
+            self._packed = np.packbits(self._uncast)
+            self._uncast = None
 
     # --- casting ---------------------------------------------------------------------------------------------------
 
-    def _distinct(self, pixels: np.ndarray) -> np.ndarray:
-        """``pixels`` without repeats, in first-seen order (no sort: a scratch slot per pixel remembers who came last)."""
-        scratch = self.grid.scratch
-        order = np.arange(pixels.size, dtype=np.int32)
-        scratch[pixels] = order
-        return pixels[scratch[pixels] == order]
-
     def _cast(self, pixels: np.ndarray) -> None:
-        triangles = self.raycaster.cast_triangle_ids(self.cam.rays_at(self.pose, pixels))
-        self.image[pixels] = self.lut[triangles]
-        self._cast_pixels.append(pixels)
-
-    @property
-    def rays(self) -> int:
-        return int(sum(p.size for p in self._cast_pixels))
+        """Cast grid pixels (ascending: row-major, so neighbouring rays share BVH nodes) and tally them."""
+        codes = self.lut[self.raycaster.cast_triangle_ids(self.cam.rays_at(self.pose, pixels))]
+        if self._image is not None:
+            self._image[pixels] = codes
+        else:
+            self._uncast[pixels] = False
+        m = self.codes + 1
+        self.cast_counts += np.bincount(codes, minlength=m)
+        py, px = np.divmod(pixels, self.grid.width)
+        np.minimum.at(self.box[0], codes, px)
+        np.minimum.at(self.box[1], codes, py)
+        np.maximum.at(self.box[2], codes, px)
+        np.maximum.at(self.box[3], codes, py)
+        self.rays += int(pixels.size)
 
     def footprints(self, boxes) -> FrameFootprints:
         if self._footprints is None:
             self._footprints = FrameFootprints(boxes, self.cam, self.pose)
         return self._footprints
 
-    def resolve(self, wanted: np.ndarray, boxes) -> None:
-        """Cast every uncast pixel that could show an object flagged in ``wanted`` (per code); they become exact."""
+    def resolve(self, wanted: np.ndarray, boxes, mode: str = CLOSE) -> int:
+        """Cast uncast pixels that could show an object flagged in ``wanted`` (per code); returns the rays cast.
+
+        ``close``: every such pixel, so each flagged object's interval closes (its exact count). ``others``:
+        only those whose leaf block shows another code, which lowers the upper end where the object is
+        probably not; ``own``: only those whose leaf block shows a flagged code, which raises the lower end.
+        """
         wanted = np.asarray(wanted, dtype=bool)[: self.codes]
-        new = wanted & ~self.resolved[: self.codes]
-        if not new.any():
-            return
-        self.resolved[: self.codes] |= new
-        found = self.footprints(boxes).pixels(new)
+        if not wanted.any():
+            return 0
+        if mode == CLOSE:
+            self.closed |= wanted
+        found = self.footprints(boxes).pixels(wanted)
         if found is None:
-            return
+            return 0
         (v0, v1, u0, u1), mask = found
         W = self.grid.width
-        roi = self.image.reshape(self.grid.height, W)[v0 : v1 + 1, u0 : u1 + 1]
-        rows, cols = np.nonzero(mask & (roi == UNCAST))
-        if rows.size:
-            self._cast((rows + v0) * W + (cols + u0))
+        uncast = self.open()
+        roi = uncast.reshape(self.grid.height, W)[v0 : v1 + 1, u0 : u1 + 1]
+        rows, cols = np.nonzero(mask & roi)
+        pixels = (rows + v0) * W + (cols + u0)
+        if mode != CLOSE and pixels.size:
+            guess = self._locate(pixels)
+            flagged = np.append(wanted, False)[guess]  # guess is a code (background last) for every uncast pixel
+            pixels = pixels[flagged if mode == OWN else ~flagged]
+        if pixels.size:
+            self._cast(pixels)
+        return int(pixels.size)
 
     # --- counting ----------------------------------------------------------------------------------------------------
+
+    def bounds(self, boxes) -> tuple[np.ndarray, np.ndarray]:
+        """Per object code: (lower, upper) pixel counts, both sound (see the module docstring)."""
+        lower = self.cast_counts[: self.codes].copy()
+        uncast = self.open().reshape(self.grid.height, self.grid.width)
+        upper = lower + self.footprints(boxes).uncast_upper(uncast, self.codes)
+        return lower, np.where(self.closed, lower, upper)
+
+    def estimate(self) -> np.ndarray:
+        """Per code: the quadtree's count (cast pixels, plus leaf blocks taken to show their corners' code)."""
+        return self._estimate
 
     def _locate(self, pixels: np.ndarray) -> np.ndarray:
         """The code of the leaf block holding each pixel, -1 for pixels of blocks split down to single pixels."""
@@ -182,57 +249,31 @@ class FrameCast:
                 break
         return leaf
 
-    def _tally(self) -> None:
-        """Bring the running per-code tallies up to date with pixels cast since the last call."""
-        n = self.codes + 1
-        if not hasattr(self, "_cast_counts"):
-            self._cast_counts = np.zeros(n, dtype=np.int64)
-            self._in_leaf = np.zeros(n, dtype=np.int64)
-            self._leaf_area = np.zeros(n, dtype=np.int64)
-            self._tallied = 0
-            W, H = self.grid.width, self.grid.height
-            for (level, i, j, code), c in zip(self._leaves, self.grid.sizes):
-                if i.size:
-                    area = (np.minimum((i + 1) * c, W) - i * c) * (np.minimum((j + 1) * c, H) - j * c)
-                    self._leaf_area += np.bincount(code, weights=area, minlength=n).astype(np.int64)
-        if self._tallied < len(self._cast_pixels):
-            pixels = np.concatenate(self._cast_pixels[self._tallied :])
-            self._tallied = len(self._cast_pixels)
-            self._cast_counts += np.bincount(self.image[pixels], minlength=n)
-            leaf = self._locate(pixels)
-            self._in_leaf += np.bincount(leaf[leaf >= 0], minlength=n)
+    def counts(self, lower: np.ndarray, upper: np.ndarray) -> FrameCounts:
+        """Counts and inclusive boxes per code: the exact ones where ``lower == upper``, else estimates.
 
-    def estimate(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per code: the pixel count (exact for resolved codes, else the quadtree's estimate) and exactness."""
-        self._tally()
-        estimate = self._leaf_area + self._cast_counts - self._in_leaf
-        exact = self.resolved.copy()
-        return np.where(exact, self._cast_counts, estimate), exact
-
-    def counts(self) -> FrameCounts:
-        """Counts and inclusive boxes per code; boxes of resolved codes from their cast pixels only."""
-        counts, exact = self.estimate()
-        grid, W, H, n = self.grid, self.grid.width, self.grid.height, self.codes + 1
-        pixels = np.concatenate(self._cast_pixels)
-        codes = self.image[pixels]
-        py, px = np.divmod(pixels, W)
-        big = np.iinfo(np.int64).max
-        cx_min, cy_min = np.full(n, big), np.full(n, big)
-        cx_max, cy_max = np.full(n, -1), np.full(n, -1)
-        np.minimum.at(cx_min, codes, px)
-        np.minimum.at(cy_min, codes, py)
-        np.maximum.at(cx_max, codes, px)
-        np.maximum.at(cy_max, codes, py)
-        x_min, y_min, x_max, y_max = cx_min.copy(), cy_min.copy(), cx_max.copy(), cy_max.copy()
-        for (level, i, j, code), c in zip(self._leaves, grid.sizes):
+        An estimate is the quadtree's count clipped to ``[lower, upper]``; its box covers its cast pixels
+        and the leaf blocks of its code. A closed interval's box is that of its cast pixels only.
+        """
+        n = self.codes
+        exact = lower == upper
+        counts = np.where(exact, lower, np.clip(self._estimate[:n], lower, upper))
+        W, H = self.grid.width, self.grid.height
+        x_min, y_min, x_max, y_max = (b.copy() for b in self.box)
+        for (level, i, j, code), c in zip(self._leaves, self.grid.sizes):
             if i.size == 0:
                 continue
             np.minimum.at(x_min, code, i * c)
             np.minimum.at(y_min, code, j * c)
             np.maximum.at(x_max, code, np.minimum((i + 1) * c, W) - 1)
             np.maximum.at(y_max, code, np.minimum((j + 1) * c, H) - 1)
-        x_min = np.where(exact, cx_min, x_min)
-        y_min = np.where(exact, cy_min, y_min)
-        x_max = np.where(exact, cx_max, x_max)
-        y_max = np.where(exact, cy_max, y_max)
-        return FrameCounts(counts, x_min, y_min, x_max, y_max, exact, self.rays)
+        cx0, cy0, cx1, cy1 = self.box[:, :n]
+        return FrameCounts(
+            counts,
+            np.where(exact, cx0, x_min[:n]),
+            np.where(exact, cy0, y_min[:n]),
+            np.where(exact, cx1, x_max[:n]),
+            np.where(exact, cy1, y_max[:n]),
+            exact,
+            self.rays,
+        )

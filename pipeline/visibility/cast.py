@@ -39,6 +39,9 @@ RULE_FRACTION = "fraction"
 RULE_PIXEL_FLOOR = "pixel_floor"
 RULE_OVERRIDE = "override"
 
+# Rays of the last adaptive cast in this process, by what they were cast for (read by the benches).
+LAST_ADAPTIVE_RUN: dict | None = None
+
 
 class TriangleObjects:
     """Lookup from hit triangle to a compact object code (one gather per frame).
@@ -140,6 +143,7 @@ def compute_visibility(
     raycaster: MeshRaycaster | None = None,
     resolution_scale: float | None = None,
     objects: pl.DataFrame | None = None,
+    overrides: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The sparse ``visibility`` table of one scan from its ``frames`` table and mesh.
 
@@ -151,9 +155,11 @@ def compute_visibility(
     Frames whose pose is not finite are never cast.
 
     ``visibility.cast`` picks how: ``full`` (the default) casts one ray per pixel
-    (every row exact); ``adaptive`` (experimental) casts coarse-to-fine and makes exact
-    every count a SPEC §3 decision reads (``pipeline.visibility.coarse_to_fine``),
-    using the scan's ``objects`` (small and structural flags) when given. With
+    (every row exact); ``adaptive`` casts coarse-to-fine and proves exact every
+    count a SPEC §3 decision reads (``pipeline.visibility.coarse_to_fine``), using
+    the scan's ``objects`` (small-object flags; without them every object is
+    treated as small) and reviewer ``overrides`` (an overridden object's rule is
+    settled in every frame) when given. With
     ``resolution_scale`` < 1 (default from config) a reduced grid is cast instead
     and pixel counts are rescaled to the full frame (every row an estimate).
     """
@@ -190,7 +196,7 @@ def compute_visibility(
             cam = cameras[cam_key] = CameraRays(K, out_w, out_h, scale)
         planned.append(CastFrame(int(frame_index), turned_pose(pose, image_rotation), cam))
     if adaptive:
-        return _adaptive_table(key, scan_frames, planned, raycaster, lookup, mesh, config, objects)
+        return _adaptive_table(key, scan_frames, planned, raycaster, lookup, mesh, config, objects, overrides)
     parts: list[tuple[int, FrameObjects, CameraRays]] = []
     codes_lut = lookup.codes
     for frame in planned:
@@ -210,14 +216,22 @@ def _adaptive_table(
     mesh: Mesh | None,
     config: Config,
     objects: pl.DataFrame | None,
+    overrides: pl.DataFrame | None,
 ) -> pl.DataFrame:
     if not planned:
         return schemas.empty("visibility")
     flags = object_flags(objects, key, lookup.object_ids)
+    every_frame = None
+    if overrides is not None and overrides.height:
+        touched = _key_overrides(key, overrides)["object_id"].to_numpy()
+        every_frame = np.isin(lookup.object_ids, touched)
     scan = CoarseToFineScan(
-        key, frames, planned, raycaster, lookup.codes, lookup.object_ids, mesh.vertices, mesh.triangles, config, flags
+        key, frames, planned, raycaster, lookup.codes, lookup.object_ids, mesh.vertices, mesh.triangles, config, flags,
+        every_frame,
     )
     results = scan.run()
+    global LAST_ADAPTIVE_RUN
+    LAST_ADAPTIVE_RUN = {"rays": dict(scan.rays), "full_rays": int(scan.pixels.sum()), "passes": scan.passes}
     n = lookup.background
     cols: dict[str, list[np.ndarray]] = {n_: [] for n_ in ("frame", "obj", "px", "frac", "x0", "y0", "x1", "y1", "exact")}
     for frame, counts in zip(planned, results):

@@ -112,6 +112,40 @@ class FrameFootprints:
         """Per object code: whether any of its boxes projects into the frame."""
         return np.bincount(self.owner[self.seen], minlength=codes)[:codes] > 0
 
+    def uncast_upper(self, uncast: np.ndarray, codes: int) -> np.ndarray:
+        """Per object code: at least the number of ``uncast`` pixels (an (h, w) mask) inside its footprint.
+
+        The smaller of two sound counts from one summed-area table: the sum over the object's
+        rectangles (overlaps counted twice) and the count inside the rectangle around all of them.
+        """
+        out = np.zeros(codes, dtype=np.int64)
+        pick = self.seen
+        if not pick.any():
+            return out
+        h, w = uncast.shape
+        table = np.zeros((h + 1, w + 1), dtype=np.int32)
+        np.cumsum(uncast, axis=0, dtype=np.int32, out=table[1:, 1:])
+        np.cumsum(table[1:, 1:], axis=1, out=table[1:, 1:])
+        owner = self.owner[pick]
+        u0, u1, v0, v1 = self.u0[pick], self.u1[pick] + 1, self.v0[pick], self.v1[pick] + 1
+
+        def inside(u0, u1, v0, v1):
+            return table[v1, u1].astype(np.int64) - table[v0, u1] - table[v1, u0] + table[v0, u0]
+
+        summed = np.bincount(owner, weights=inside(u0, u1, v0, v1), minlength=codes)[:codes]
+        big = np.iinfo(np.int64).max
+        bu0, bv0 = np.full(codes, big), np.full(codes, big)
+        bu1, bv1 = np.full(codes, -1), np.full(codes, -1)
+        np.minimum.at(bu0, owner, u0)
+        np.minimum.at(bv0, owner, v0)
+        np.maximum.at(bu1, owner, u1)
+        np.maximum.at(bv1, owner, v1)
+        present = bu1 >= 0
+        around = np.zeros(codes, dtype=np.int64)
+        around[present] = inside(bu0[present], bu1[present], bv0[present], bv1[present])
+        out[present] = np.minimum(summed[present].astype(np.int64), around[present])
+        return out
+
     def pixels(self, wanted: np.ndarray) -> tuple[tuple[int, int, int, int], np.ndarray] | None:
         """The union of the rectangles of the objects flagged in ``wanted`` (per code), as an ROI mask.
 

@@ -54,10 +54,37 @@ def check_thresholds(qa: pl.DataFrame, scenes, profile: str) -> dict[str, int]:
                 assert all(_xy_extent(scene.objects, row["key"], i) <= p["max_xy_extent_m"] for i in row["used_obj_ids"])
         elif rule.family == "object_size":
             assert scene.objects.filter(pl.col("category") == g["names"][0]).height == 1
+        elif rule.family == "route_planning":
+            assert _route_answer(scene.objects, row["key"], g) == _answer_text(row), row["question"]
+            texts = {o.split(". ", 1)[1] for o in row["options"]}
+            assert len(texts) == len(row["options"]) == (4 if profile == "revsi" or len(g["turns"]) > 1 else 3)
+            assert len(g["turns"]) >= (2 if profile == "revsi" else 1)
         elif rule.family == "room_size":
             assert row["ground_truth"] == f"{scene.rooms.row(0, named=True)['area_m2']:.1f}"
         checked[qt] = checked.get(qt, 0) + 1
     return checked
+
+
+def _answer_text(row: dict) -> str:
+    return next(o.split(". ", 1)[1] for o in row["options"] if o.split(". ", 1)[0] == row["ground_truth"])
+
+
+def _route_answer(objects: pl.DataFrame, key: str, g: dict) -> str:
+    """The turn sequence recomputed from the object centres alone (heading change at each waypoint)."""
+    def xy(i):
+        row = objects.filter((pl.col("key") == key) & (pl.col("object_id") == i)).row(0, named=True)
+        return np.asarray(row["center"], dtype=float)[:2]
+
+    pts = [xy(i) for i in (g["start_id"], *g["waypoint_ids"], g["goal_id"])]
+    heads = [np.degrees(np.arctan2(*(b - a)[::-1])) for a, b in zip(pts, pts[1:])]
+    facing = xy(g["facing_id"]) - pts[0]
+    assert abs((heads[0] - np.degrees(np.arctan2(facing[1], facing[0])) + 180) % 360 - 180) <= 25.0 + 1e-6
+    words = []
+    for h0, h1 in zip(heads, heads[1:]):
+        d = (h1 - h0 + 180) % 360 - 180
+        assert 65 - 1e-6 <= abs(d) <= 115 + 1e-6 or abs(d) >= 155 - 1e-6, d
+        words.append("Turn Back" if abs(d) >= 155 - 1e-6 else ("Turn Left" if d > 0 else "Turn Right"))
+    return ", ".join(words)
 
 
 @pytest.mark.parametrize("profile", ["revsi", "vsibench"])
@@ -83,9 +110,8 @@ def test_vsibench_meta_scannetpp_generates_within_thresholds(scannetpp_qa, profi
     checked = check_thresholds(qa, read_all(path), profile)
     expected = set(load_profile(profile).tasks) - {"obj_appearance_order", "room_size_estimation_single"}
     if profile == "revsi":
-        # revsi routes need two turns (four distinct options); ScanNet++'s meta boxes give none
-        # (the 288 scenes give 30, from ScanNet and ARKitScenes).
-        expected.discard("route_planning")
+        # revsi routes need two turns (four distinct options); ScanNet++'s meta boxes give 13.
+        assert qa.filter(pl.col("question_type") == "route_planning").height > 0
     assert expected <= set(checked), sorted(expected - set(checked))
 
 
@@ -118,8 +144,17 @@ def _bias(qa: pl.DataFrame) -> tuple[dict, list[float]]:
 
     stats = compute_stats(qa)
     tasks = {t["task"]: t["frequency_baseline"] for t in stats["tasks"]}
-    deviations = [e["max_letter_deviation_points"] for e in stats["types"] if e["kind"] == "mcq"]
+    # Letters balanced within 5 points, or as close as the type's count allows (13 questions over 4 letters
+    # cannot do better than 4/13: 5.77 points).
+    deviations = [
+        e["max_letter_deviation_points"] - max(0.0, _best_deviation(e["questions"], len(e["letters"])) - 5.0)
+        for e in stats["types"] if e["kind"] == "mcq"
+    ]
     return tasks, deviations
+
+
+def _best_deviation(questions: int, letters: int) -> float:
+    return round(100.0 * (-(-questions // letters) / questions - 1.0 / letters), 2)
 
 
 def _assert_bias_control(revsi_qa: pl.DataFrame, vsibench_qa: pl.DataFrame):

@@ -200,3 +200,17 @@ def test_find_routes_small_or_empty_scenes():
     # Everything labelled the same: nothing is nameable.
     same = {i: "box" for i in boxes}
     assert find_routes(boxes, same, ROOM, np.random.default_rng(0), 5) == []
+
+
+def test_walk_ends_when_the_body_touches_the_object_not_half_a_width_inside_it():
+    """A 0.4 m wide walker reaches the desk when its body first touches it, so a chair flush against the desk
+    beside that point does not block; the old corridor (centre line buffered, desk cut out) slid along the desk's
+    face past the contact point and swept the chair. A chair where the body arrives still blocks."""
+    a = obj(2, 2)
+    desk = obj(5, 5, 2.0, 0.6)  # x 4..6, y 4.7..5.3; the 45° leg from (2, 2) first touches it at centre (4.5, 4.5)
+    goal = obj(2.5, 7.5)
+    beside = obj(5.05, 4.45, 0.5, 0.5)  # x 4.8..5.3, flush under the desk, right of the contact point
+    route = plan_route(a, desk, [desk, goal], [beside], ROOM)
+    assert route is not None and route.turns == ("left",)
+    at_contact = obj(4.25, 4.45, 0.5, 0.5)  # x 4.0..4.5: the body meets it before the desk
+    assert plan_route(a, desk, [desk, goal], [at_contact], ROOM) is None

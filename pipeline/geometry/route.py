@@ -18,11 +18,15 @@ X, Y, ..., ending at the goal C, joined by straight legs; the exact rules:
   "go straight", which the template cannot express. A route is rejected when
   any turn is within ``turn_margin_deg`` of 45 or 135, or is a straight
   (so the accepted turns are 45+m <= |delta| <= 135-m and |delta| >= 135+m).
-* Each leg's walking corridor (segment buffered by ``walk_half_width_m``,
-  round caps) minus the footprints of the leg's own two objects must not
-  overlap any other object's footprint (overlap area above 1 cm²) and must lie
-  inside the room polygon (grown by ``room_tolerance_m`` to absorb polygon
-  noise). Legs shorter than ``min_leg_m`` are rejected ("go forward until" a
+* The walker is a disc of radius ``walk_half_width_m``. A leg is walked from
+  the moment the body stops touching its start object until it first touches
+  its end object: the part of the centre-to-centre segment outside both
+  footprints grown by the radius. That part buffered by the radius (round
+  caps) is the leg's corridor; it must not overlap any other object's
+  footprint (overlap area above 1 cm²) and must lie inside the room polygon
+  (grown by ``room_tolerance_m`` to absorb polygon noise). So a chair flush
+  against the desk one walks to blocks only if the body meets it before the
+  desk. Legs shorter than ``min_leg_m`` are rejected ("go forward until" a
   touching object says nothing).
 * The same object never appears twice in a route.
 
@@ -154,9 +158,14 @@ def legs_clear(
     if n == 0:
         return np.zeros(0, dtype=bool)
     lines = shapely.linestrings(np.stack([starts_xy, ends_xy], axis=1))
-    corridors = shapely.buffer(lines, walk_half_width_m, quad_segs=8)
+    # The walker is a disc of radius walk_half_width_m; it has left A / reached X once its body touches the
+    # object, i.e. while its centre is within walk_half_width_m of the footprint. So only the part of the
+    # centre line outside both grown footprints is walked, and the body sweeps that part buffered by the
+    # radius. (Buffering the whole centre-to-centre line and cutting out the footprints would push the
+    # body half a width into X and sweep whatever stands flush beside X's edge: the chair at a desk.)
     own = shapely.union(footprints[endpoint_a], footprints[endpoint_b])
-    free = shapely.difference(corridors, own)
+    walked = shapely.difference(lines, shapely.buffer(own, walk_half_width_m, quad_segs=8))
+    free = shapely.buffer(walked, walk_half_width_m, quad_segs=8)
     ok = np.ones(n, dtype=bool)
     if room_polygon is not None:
         room = shapely.buffer(room_polygon, room_tolerance_m) if room_tolerance_m > 0 else room_polygon

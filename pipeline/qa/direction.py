@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 
-from pipeline.geometry.direction import MODES, direction_answer
+from pipeline.geometry.direction import MODES, direction_table
 from pipeline.geometry.footprint import box_footprint
 from pipeline.qa.context import BudgetContext
 from pipeline.qa.ground_truth import Question
@@ -55,6 +55,12 @@ def rel_direction(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
     per_class = p.get("per_class_candidates")
     per_class = None if per_class is None else int(per_class)
     taken = {label: 0 for label in labels}
+    # Every ordered triple's answer at once (bit-identical to ``direction_answer`` per triple, a few ms instead of
+    # ~0.1 ms per triple visited); the visit order and the stopping rule below are unchanged.
+    table = direction_table(
+        [inst.box for inst in objects], backward, mode, margin_deg=margin, max_corner_outliers=max_corners
+    )
+    position = {id(inst): i for i, inst in enumerate(objects)}
     triples = list(itertools.permutations(objects, 3))
     order = rng(ctx.seed, "rel_direction", ctx.key, ctx.budget, rule.question_type).permutation(len(triples))
     questions = []
@@ -70,9 +76,7 @@ def rel_direction(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
             floor = [footprints[x.object_id].distance(footprints[y.object_id]) for x, y in ((a, b), (a, c), (b, c))]
             if min(floor) < float(min_footprint):
                 continue
-        result = direction_answer(
-            a.box, b.box, c.box, backward, mode, margin_deg=margin, max_corner_outliers=max_corners
-        )
+        result = table.answer(position[id(a)], position[id(b)], position[id(c)])
         if result is None:
             continue
         label, info = result

@@ -222,11 +222,12 @@ def file_digests(root: Path) -> dict[str, str]:
 def compare_files(before: Path, after: Path) -> dict:
     """Every table, video and released file of two builds: same names, same bytes.
 
-    A release's ``manifest.json`` and its pages name the release and the time it was made, so
-    those are compared apart and only reported; tables and videos must be equal byte for byte.
+    A release's ``manifest.json`` names the release, the time it was made and the code versions, so it is
+    compared apart and only reported; every other file (tables, videos, report, Data Docs) must be equal
+    byte for byte.
     """
     a, b = file_digests(before), file_digests(after)
-    stamped = {name for name in set(a) | set(b) if name.startswith("releases/") and not name.endswith((".parquet", ".mp4"))}
+    stamped = {name for name in set(a) | set(b) if name.startswith("releases/") and name.endswith("/manifest.json")}
     exact = (set(a) | set(b)) - stamped
     differing = sorted(name for name in exact if a.get(name) != b.get(name))
     return {
@@ -420,7 +421,8 @@ def format_result(r: dict) -> str:
                 f"  baseline vs this code: {c['files_compared']} files ({c['parquet_compared']} Parquet, "
                 f"{c['mp4_compared']} mp4) byte-identical={c['identical']}"
                 + (f"; differing: {', '.join(c['differing'])}" if c["differing"] else "")
-                + (f"; release pages differing (dated): {len(c['release_pages_differing'])}" if c["release_pages_differing"] else "")
+                + (f"; differing as expected (dated, code versions): {', '.join(c['release_pages_differing'])}"
+                   if c["release_pages_differing"] else "")
             )
     for label in labels:
         s = r["summary"][label]

@@ -72,7 +72,10 @@ def column_schema(table: str) -> dg.TableSchema:
 # --- code versions ------------------------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=None)
 def _module_file(name: str) -> Path | None:
+    """The project file of module ``name`` (None outside the project); cached: the import walks of every asset
+    module ask for the same few hundred names thousands of times, each a file-system check or two."""
     parts = name.split(".")
     if parts[0] not in PROJECT_PACKAGES:
         return None

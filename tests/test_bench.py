@@ -52,3 +52,43 @@ def test_build_bench_is_registered_and_fits_cost_per_frame():
     assert "build" in BENCHES
     assert fit([100, 300, 300], [3.0, 7.0, 7.0]) == {"a_cpu_s": 1.0, "b_cpu_ms_per_frame": 20.0}
     assert fit([100, 100], [1.0, 2.0]) is None
+
+
+def test_build_bench_splits_cpu_per_step_and_compares_every_file(tmp_path):
+    from types import SimpleNamespace
+
+    from pipeline.bench.build import StepTimer, compare_files, format_result, summarize
+
+    timer = StepTimer()
+
+    def event(kind, step):
+        return SimpleNamespace(dagster_event=SimpleNamespace(event_type_value=kind, step_key=step))
+
+    timer(event("STEP_START", "scene"))
+    sum(i * i for i in range(200_000))  # spend a little CPU inside the step
+    timer(event("STEP_SUCCESS", "scene"))
+    timer(SimpleNamespace(dagster_event=None))  # log messages are ignored
+    split = timer.split(total=timer.seconds["scene"] + 0.5)
+    assert split["scene"] > 0 and abs(split["(run overhead)"] - 0.5) < 1e-3
+
+    for root, video in ((tmp_path / "a", b"v1"), (tmp_path / "b", b"v2")):
+        (root / "tables" / "qa").mkdir(parents=True)
+        (root / "tables" / "qa" / "x.parquet").write_bytes(b"same")
+        (root / "videos").mkdir()
+        (root / "videos" / "s.mp4").write_bytes(video)
+        release = root / "releases" / f"r-{root.name}"
+        release.mkdir(parents=True)
+        (release / "manifest.json").write_text(root.name)  # dated: reported, not a failure
+        (release / "report.html").write_text("page")
+    compared = compare_files(tmp_path / "a", tmp_path / "b")
+    assert compared["files_compared"] == 3 and compared["parquet_compared"] == 1 and compared["mp4_compared"] == 1
+    assert not compared["identical"] and compared["differing"] == ["videos/s.mp4"]
+    assert compared["release_pages_differing"] == ["releases/<version>/manifest.json"]
+
+    build = {"per_scan": [{"key": "s", "cpu_s": 3.0, "visibility_cpu_s": 1.0, "steps": {"scene": 1.0}}],
+             "dataset_wide_cpu_s": 2.0, "startup_cpu_s": 1.0, "dataset_wide_steps": {"release": 1.5}}
+    summary = summarize([10], [build])
+    assert summary["steps"]["scene"]["mean_cpu_s"] == 1.0 and summary["dataset_wide_steps"] == {"release": [1.5]}
+    text = format_result({"groups": [{"frames": 10, "scans": 1, "builds": {"full": build}, "compare_baseline": compared}],
+                          "summary": {"full": summary}, "identical": False, "baseline": None, "casts": ["full"]})
+    assert "per step" in text and "scene" in text and "release" in text and "byte-identical=False" in text

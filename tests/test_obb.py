@@ -120,3 +120,39 @@ def test_vsibench_boxes_read_as_rows(fixtures_dir):
                 np.testing.assert_allclose(corners.max(axis=0), b["max"], atol=1e-9)
                 checked += 1
     assert checked > 50
+
+
+def test_hull_prefilter_gives_the_same_rectangle_to_the_bit():
+    """Only hull-boundary points go to shapely: the rectangle is bit-identical to the one from every point."""
+    import shapely
+    from shapely.geometry import MultiPoint
+
+    from pipeline.geometry.obb import _footprint_rectangle, hull_candidates
+
+    def from_every_point(xy):
+        rect = shapely.minimum_rotated_rectangle(MultiPoint(xy).convex_hull)
+        return np.asarray(rect.exterior.coords if rect.geom_type == "Polygon" else rect.coords, dtype=float)
+
+    gen = np.random.default_rng(11)
+    for i in range(150):
+        k = int(gen.integers(9, 1500))
+        kind = i % 5
+        if kind == 0:
+            xy = gen.normal(size=(k, 2)) * gen.uniform(0.01, 3, 2)
+        elif kind == 1:  # a rotated grid: many collinear points along every hull edge
+            s = int(np.sqrt(k)) + 2
+            u, v = np.meshgrid(np.linspace(0, gen.uniform(0.1, 3), s), np.linspace(0, gen.uniform(0.1, 3), s))
+            a = gen.uniform(0, np.pi)
+            xy = np.c_[u.ravel(), v.ravel()] @ np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]]).T
+        elif kind == 2:
+            xy = np.repeat(gen.uniform(-1, 1, (max(k // 50, 2), 2)), 50, axis=0)  # duplicated points
+        elif kind == 3:
+            t = gen.uniform(0, 1, k)
+            xy = np.c_[t, 2 * t + 1]  # collinear: qhull refuses, every point is kept
+        else:
+            xy = np.round(gen.uniform(-2, 2, (k, 2)), 2)  # quantised
+        kept = hull_candidates(xy)
+        assert len(kept) <= len(xy)
+        assert np.array_equal(from_every_point(kept), from_every_point(xy)), i
+        centre, axis, long_side, short_side = _footprint_rectangle(xy)
+        assert np.isfinite(centre).all() and long_side >= short_side >= 0.0

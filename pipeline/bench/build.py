@@ -2,16 +2,24 @@
 
 Synthetic scans are generated in groups of different lengths (``--frames 100,300``:
 one group per frame count, ``--scans`` each; generation is not timed), then each
-group is built twice in this process, once per ``visibility.cast`` (``full`` and
-``adaptive``): every scan partition materialized on its own, then the
-dataset-wide assets (qa, gate, release), exactly as ``scan2qa build --workers 1``.
+group is built once per ``visibility.cast`` (``--casts``, default ``full`` and
+``adaptive``), each build in a fresh process of its own: every scan partition
+materialized on its own, then the dataset-wide assets (qa, gate, release),
+exactly as ``scan2qa build --workers 1``. ``--baseline DIR`` also builds every
+group with the code of another checkout (say, main) in the same run, with the
+first cast, and compares every file the two builds wrote: before/after figures
+under the same machine load, and proof that the outputs are byte-identical.
 
-Reported, all in CPU seconds of this process (Open3D's threads included):
+Reported, all in CPU seconds of the build process (Open3D's and OpenCV's threads included):
 
-- per scan: its whole partition run, and inside it the ``visibility`` step alone;
+- per scan: its whole partition run, the ``visibility`` step alone, and every step
+  of the run (STEP_START to STEP_SUCCESS, input loading and output storing
+  included; asset checks with their own step are listed as such) plus the run's
+  own overhead (planning, event storage, the IO manager outside steps);
+- the process start (imports, definitions, instance) before the first scan;
 - a least-squares fit ``a + b * frames`` over every scan of a mode (needs two frame counts),
-  for the whole scan and for visibility alone;
-- per group: the dataset-wide assets.
+  for the whole scan, for visibility alone and for each step;
+- per group: the dataset-wide assets, also split per step.
 
 Then the two builds are compared: every ``object_visibility`` row (visible, rule,
 best frame, first frame, coverage of the best frame ...) per scan and budget, every
@@ -25,12 +33,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import io
+import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frames", default="100,300", help="comma-separated frame counts, one group each (default 100,300)")
     parser.add_argument("--seed", type=int, default=0, help="synthetic seed (default 0)")
     parser.add_argument("--work", help="working folder (default: a temporary one, removed afterwards)")
+    parser.add_argument("--casts", default=",".join(MODES), help="visibility casts to build with (default full,adaptive)")
+    parser.add_argument(
+        "--baseline",
+        help="another checkout (e.g. of main): build every group with its code too, with the first cast, "
+        "and compare every table and video file with this code's build",
+    )
 
 
 def cpu_seconds() -> float:
@@ -83,8 +101,57 @@ class VisibilityTimer:
         self._module.compute_visibility = self._original
 
 
+class StepTimer:
+    """CPU seconds of every step of the runs it hears (an instance event listener): STEP_START to its end.
+
+    Dagster stores a run's events synchronously in the process that runs the step
+    (``in_process_executor``), so ``process_time`` at each event brackets the step.
+    """
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._started: dict[str, float] = {}
+
+    def __call__(self, entry) -> None:
+        event = entry.dagster_event
+        if event is None or not event.step_key:
+            return
+        kind = event.event_type_value
+        if kind == "STEP_START":
+            self._started[event.step_key] = cpu_seconds()
+        elif kind in ("STEP_SUCCESS", "STEP_FAILURE") and event.step_key in self._started:
+            spent = cpu_seconds() - self._started.pop(event.step_key)
+            self.seconds[event.step_key] = self.seconds.get(event.step_key, 0.0) + spent
+
+    def split(self, total: float) -> dict[str, float]:
+        steps = {name: round(seconds, 3) for name, seconds in sorted(self.seconds.items())}
+        steps["(run overhead)"] = round(total - sum(self.seconds.values()), 3)
+        return steps
+
+
+@contextlib.contextmanager
+def timing_listeners(instance, timer: StepTimer):
+    """Every run's event listener on ``instance`` also feeds ``timer`` (works with any version of the assets)."""
+    original = instance.add_event_listener
+
+    def add(run_id, callback):
+        original(run_id, callback)
+        original(run_id, timer)
+
+    instance.add_event_listener = add
+    try:
+        yield
+    finally:
+        instance.add_event_listener = original
+
+
 def build_group(scans_root: Path, out: Path, mode: str) -> dict:
-    """One in-process build of every scan under ``scans_root`` with ``visibility.cast = mode``."""
+    """One build of every scan under ``scans_root`` with ``visibility.cast = mode``, in this process."""
+    started = cpu_seconds()
+    import dagster as dg
+
+    for category in (dg.BetaWarning, dg.PreviewWarning):
+        warnings.filterwarnings("ignore", category=category)
     from assets.build import materialize_quietly
     from assets.definitions import all_assets
     from assets.jobs import dataset_wide_keys
@@ -100,28 +167,86 @@ def build_group(scans_root: Path, out: Path, mode: str) -> dict:
     config = load_config(str(config_file))
     scans = discover_scans(config.scans_root, config.storage_options)
     runner = ScanRunner.open(config, str(config_file), [key for key, _ in scans])
+    startup = cpu_seconds() - started
     per_scan = []
-    print(f"  {mode}: building {len(scans)} scans ...", file=sys.stderr, flush=True)
     with contextlib.redirect_stdout(io.StringIO()):
         for key, uri in scans:
-            with VisibilityTimer() as vis:
+            timer = StepTimer()
+            with VisibilityTimer() as vis, timing_listeners(runner.instance, timer):
                 started = cpu_seconds()
                 outcome = runner.run(key, uri)
                 total = cpu_seconds() - started
             if not outcome.ok:
                 raise RuntimeError(f"{mode}: {key} failed: {outcome.error}")
-            row = {"key": key, "cpu_s": round(total, 3), "visibility_cpu_s": round(vis.seconds, 3)}
+            row = {"key": key, "cpu_s": round(total, 3), "visibility_cpu_s": round(vis.seconds, 3),
+                   "steps": timer.split(total)}
             if vis.full_rays:
                 row["rays_fraction"] = round(vis.rays / vis.full_rays, 4)
             per_scan.append(row)
+        timer = StepTimer()
         started = cpu_seconds()
         ok, error = materialize_quietly(
-            runner.definitions, dataset_wide_keys(all_assets), runner.resources, runner.instance
+            runner.definitions, dataset_wide_keys(all_assets), runner.resources, runner.instance, on_event=timer
         )
         dataset_wide = cpu_seconds() - started
     if not ok:
         raise RuntimeError(f"{mode}: dataset-wide assets failed: {error}")
-    return {"per_scan": per_scan, "dataset_wide_cpu_s": round(dataset_wide, 3)}
+    return {"per_scan": per_scan, "dataset_wide_cpu_s": round(dataset_wide, 3), "startup_cpu_s": round(startup, 3),
+            "dataset_wide_steps": timer.split(dataset_wide)}
+
+
+def build_group_in_process_of_its_own(scans_root: Path, out: Path, mode: str, code: Path | None = None) -> dict:
+    """``build_group`` in a fresh Python process, with the code of checkout ``code`` (default: this one)."""
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(code), *filter(None, [env.get("PYTHONPATH", "")])])
+    label = f"{mode}" + (f" (code of {code})" if code else "")
+    print(f"  {label}: building {scans_root.name} ...", file=sys.stderr, flush=True)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--group", str(scans_root), str(out), mode],
+        env=env, capture_output=True, text=True,
+    )
+    if done.returncode:
+        raise RuntimeError(f"{label}: build of {scans_root} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def file_digests(root: Path) -> dict[str, str]:
+    """sha256 of every table, video and released file under an output root (the release folder by its role)."""
+    digests = {}
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.name.startswith(".") or path.suffix in (".yaml",):
+            continue
+        rel = path.relative_to(root).parts
+        if rel[0] == "releases":
+            if len(rel) < 3 or rel[1] == "latest" or rel[1] == "LATEST":
+                continue
+            rel = ("releases", "<version>", *rel[2:])  # the version id names the release, not its content
+        elif rel[0] not in ("tables", "videos"):
+            continue
+        digests["/".join(rel)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digests
+
+
+def compare_files(before: Path, after: Path) -> dict:
+    """Every table, video and released file of two builds: same names, same bytes.
+
+    A release's ``manifest.json`` names the release, the time it was made and the code versions, so it is
+    compared apart and only reported; every other file (tables, videos, report, Data Docs) must be equal
+    byte for byte.
+    """
+    a, b = file_digests(before), file_digests(after)
+    stamped = {name for name in set(a) | set(b) if name.startswith("releases/") and name.endswith("/manifest.json")}
+    exact = (set(a) | set(b)) - stamped
+    differing = sorted(name for name in exact if a.get(name) != b.get(name))
+    return {
+        "files_compared": len(exact),
+        "parquet_compared": sum(1 for n in exact if n.endswith(".parquet")),
+        "mp4_compared": sum(1 for n in exact if n.endswith(".mp4")),
+        "identical": not differing,
+        "differing": differing[:20],
+        "release_pages_differing": sorted(n for n in stamped if a.get(n) != b.get(n))[:20],
+    }
 
 
 def fit(frames: list[int], seconds: list[float]) -> dict | None:
@@ -189,6 +314,11 @@ def compare_builds(full: Path, adaptive: Path) -> dict:
 
 def run_build_bench(args: argparse.Namespace) -> dict:
     frame_counts = [int(f) for f in str(args.frames).split(",") if f.strip()]
+    casts = [c.strip() for c in str(args.casts).split(",") if c.strip()]
+    unknown = sorted(set(casts) - set(MODES))
+    if not casts or unknown:
+        raise SystemExit(f"--casts: expected some of {', '.join(MODES)}, got {args.casts!r}")
+    baseline = Path(args.baseline).resolve() if args.baseline else None
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="scan2qa-bench-build-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
@@ -203,64 +333,124 @@ def run_build_bench(args: argparse.Namespace) -> dict:
                     check=True, capture_output=True,
                 )
             builds = {}
-            for mode in MODES:
+            if baseline is not None:  # first, so a warm file cache favours this code's build, not the baseline
+                target = work / f"out_{frames}_baseline"
+                shutil.rmtree(target, ignore_errors=True)
+                builds["baseline"] = build_group_in_process_of_its_own(scans, target, casts[0], code=baseline)
+            for mode in casts:
                 target = work / f"out_{frames}_{mode}"
                 shutil.rmtree(target, ignore_errors=True)
-                builds[mode] = build_group(scans, target, mode)
-            groups.append({"frames": frames, "scans": args.scans, **builds,
-                           "compare": compare_builds(work / f"out_{frames}_full", work / f"out_{frames}_adaptive")})
-        summary = {}
-        for mode in MODES:
-            frames = [g["frames"] for g in groups for _ in g[mode]["per_scan"]]
-            totals = [s["cpu_s"] for g in groups for s in g[mode]["per_scan"]]
-            vis = [s["visibility_cpu_s"] for g in groups for s in g[mode]["per_scan"]]
-            summary[mode] = {
-                "scan_fit": fit(frames, totals),
-                "visibility_fit": fit(frames, vis),
-                "mean_scan_cpu_s": round(float(np.mean(totals)), 3),
-                "mean_visibility_cpu_s": round(float(np.mean(vis)), 3),
-                "visibility_cpu_ms_per_frame": round(1000.0 * sum(vis) / sum(frames), 3),
-                "dataset_wide_cpu_s": [g[mode]["dataset_wide_cpu_s"] for g in groups],
-            }
+                builds[mode] = build_group_in_process_of_its_own(scans, target, mode)
+            group = {"frames": frames, "scans": args.scans, "builds": builds}
+            if "full" in casts and "adaptive" in casts:
+                group["compare"] = compare_builds(work / f"out_{frames}_full", work / f"out_{frames}_adaptive")
+            if baseline is not None:
+                group["compare_baseline"] = compare_files(work / f"out_{frames}_baseline", work / f"out_{frames}_{casts[0]}")
+            groups.append(group)
+        summary = {label: summarize([g["frames"] for g in groups], [g["builds"][label] for g in groups])
+                   for label in groups[0]["builds"]}
         identical = all(
             g["compare"]["object_visibility_identical"] and g["compare"]["exact_rows_identical"] and g["compare"]["qa_identical"]
-            for g in groups
-        )
-        return {"groups": groups, "summary": summary, "identical": identical}
+            for g in groups if "compare" in g
+        ) and all(g["compare_baseline"]["identical"] for g in groups if "compare_baseline" in g)
+        return {"groups": groups, "summary": summary, "identical": identical,
+                "baseline": str(baseline) if baseline is not None else None, "casts": casts}
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def summarize(group_frames: list[int], builds: list[dict]) -> dict:
+    """Fits and means over every scan of one kind of build, for the whole scan, visibility and each step."""
+    frames = [f for f, b in zip(group_frames, builds) for _ in b["per_scan"]]
+    scans = [s for b in builds for s in b["per_scan"]]
+    totals = [s["cpu_s"] for s in scans]
+    vis = [s["visibility_cpu_s"] for s in scans]
+    step_names = sorted({name for s in scans for name in s.get("steps", {})})
+    steps = {}
+    for name in step_names:
+        seconds = [s.get("steps", {}).get(name, 0.0) for s in scans]
+        steps[name] = {"mean_cpu_s": round(float(np.mean(seconds)), 3), "fit": fit(frames, seconds)}
+    return {
+        "scan_fit": fit(frames, totals),
+        "visibility_fit": fit(frames, vis),
+        "mean_scan_cpu_s": round(float(np.mean(totals)), 3),
+        "mean_visibility_cpu_s": round(float(np.mean(vis)), 3),
+        "visibility_cpu_ms_per_frame": round(1000.0 * sum(vis) / sum(frames), 3),
+        "dataset_wide_cpu_s": [b["dataset_wide_cpu_s"] for b in builds],
+        "startup_cpu_s": [b.get("startup_cpu_s") for b in builds],
+        "steps": steps,
+        "dataset_wide_steps": {
+            name: [b.get("dataset_wide_steps", {}).get(name, 0.0) for b in builds]
+            for name in sorted({n for b in builds for n in b.get("dataset_wide_steps", {})})
+        },
+    }
+
+
+def _fit_text(f: dict | None, mean: float) -> str:
+    return f"{f['a_cpu_s']:6.2f} + {f['b_cpu_ms_per_frame']:5.1f} ms/frame" if f else f"{mean:6.2f} (one frame count)"
+
+
 def format_result(r: dict) -> str:
-    lines = ["build bench: the same synthetic scans built with visibility.cast = full and = adaptive (CPU seconds)"]
+    labels = list(r["summary"])
+    names = {label: (f"{r['casts'][0]} with the code of {r['baseline']}" if label == "baseline" else f"cast {label}")
+             for label in labels}
+    lines = [f"build bench (CPU seconds of the build process): {'; '.join(f'{k} = {v}' for k, v in names.items())}"]
     for g in r["groups"]:
         lines.append(f"{g['scans']} scans x {g['frames']} frames:")
-        for mode in MODES:
-            b = g[mode]
+        for label in labels:
+            b = g["builds"][label]
             scans = ", ".join(
                 f"{s['cpu_s']:.2f} (visibility {s['visibility_cpu_s']:.2f}"
                 + (f", {s['rays_fraction']:.1%} of the rays" if "rays_fraction" in s else "") + ")"
                 for s in b["per_scan"]
             )
-            lines.append(f"  {mode:9} per scan {scans}; dataset-wide {b['dataset_wide_cpu_s']:.2f}")
-        c = g["compare"]
-        lines.append(
-            f"  compared: {c['object_visibility_rows']} object_visibility rows ({c['visible_decisions']} visible decisions, "
-            f"{c['best_frames']} best frames) identical={c['object_visibility_identical']}; "
-            f"{c['exact_visibility_rows']} exact + {c['estimated_visibility_rows']} estimated visibility rows "
-            f"(full: {c['visibility_rows_full']}), exact rows identical={c['exact_rows_identical']}; "
-            f"{c['qa_rows']} qa rows ({', '.join(c['qa_columns_compared'])}) identical={c['qa_identical']} "
-            f"(every column: {c['qa_all_columns_identical']}); largest error of an estimated row (no decision "
-            f"reads one) {c.get('largest_estimate_error_px', 0)} px"
-        )
-    for mode in MODES:
-        s = r["summary"][mode]
-        fit_text = (f"{s['scan_fit']['a_cpu_s']:.2f} CPU-s + {s['scan_fit']['b_cpu_ms_per_frame']:.1f} CPU-ms/frame"
-                    if s["scan_fit"] else "n/a (one frame count)")
-        vis_text = (f"{s['visibility_fit']['a_cpu_s']:.2f} CPU-s + {s['visibility_fit']['b_cpu_ms_per_frame']:.1f} CPU-ms/frame"
-                    if s["visibility_fit"] else f"{s['visibility_cpu_ms_per_frame']:.1f} CPU-ms/frame")
-        lines.append(f"{mode:9} per scan: {fit_text}; visibility alone: {vis_text}; "
+            lines.append(f"  {label:9} per scan {scans}; dataset-wide {b['dataset_wide_cpu_s']:.2f}; "
+                         f"process start {b.get('startup_cpu_s', 0.0):.2f}")
+        if "compare" in g:
+            c = g["compare"]
+            lines.append(
+                f"  compared: {c['object_visibility_rows']} object_visibility rows ({c['visible_decisions']} visible decisions, "
+                f"{c['best_frames']} best frames) identical={c['object_visibility_identical']}; "
+                f"{c['exact_visibility_rows']} exact + {c['estimated_visibility_rows']} estimated visibility rows "
+                f"(full: {c['visibility_rows_full']}), exact rows identical={c['exact_rows_identical']}; "
+                f"{c['qa_rows']} qa rows ({', '.join(c['qa_columns_compared'])}) identical={c['qa_identical']} "
+                f"(every column: {c['qa_all_columns_identical']}); largest error of an estimated row (no decision "
+                f"reads one) {c.get('largest_estimate_error_px', 0)} px"
+            )
+        if "compare_baseline" in g:
+            c = g["compare_baseline"]
+            lines.append(
+                f"  baseline vs this code: {c['files_compared']} files ({c['parquet_compared']} Parquet, "
+                f"{c['mp4_compared']} mp4) byte-identical={c['identical']}"
+                + (f"; differing: {', '.join(c['differing'])}" if c["differing"] else "")
+                + (f"; differing as expected (dated, code versions): {', '.join(c['release_pages_differing'])}"
+                   if c["release_pages_differing"] else "")
+            )
+    for label in labels:
+        s = r["summary"][label]
+        lines.append(f"{label}: per scan {_fit_text(s['scan_fit'], s['mean_scan_cpu_s'])}; "
+                     f"visibility alone {_fit_text(s['visibility_fit'], s['mean_visibility_cpu_s'])}; "
                      f"dataset-wide {', '.join(f'{d:.2f}' for d in s['dataset_wide_cpu_s'])}")
-    lines.append(f"identical decisions, exact rows and questions: {r['identical']}")
+        lines.append("  per step, per scan (a + b * frames):")
+        for name, step in sorted(s["steps"].items(), key=lambda kv: -kv[1]["mean_cpu_s"]):
+            lines.append(f"    {name:34} {_fit_text(step['fit'], step['mean_cpu_s'])}   mean {step['mean_cpu_s']:.2f}")
+        lines.append("  dataset-wide, per step (one value per group):")
+        for name, values in sorted(s["dataset_wide_steps"].items(), key=lambda kv: -max(kv[1])):
+            lines.append(f"    {name:34} {', '.join(f'{v:.2f}' for v in values)}")
+    lines.append(f"identical (decisions, exact rows and questions across casts; files vs the baseline): {r['identical']}")
     return "\n".join(lines)
+
+
+def _group_main(argv: list[str]) -> None:
+    """``python build.py --group SCANS OUT CAST``: one build, its figures as one JSON line on stdout."""
+    scans_root, out, mode = argv
+    result = build_group(Path(scans_root), Path(out), mode)
+    sys.stdout.write(json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    # Run by path (so a baseline checkout's modules are the ones imported): this folder is not a package root.
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+    if sys.argv[1:2] == ["--group"]:
+        _group_main(sys.argv[2:])

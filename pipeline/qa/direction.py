@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import itertools
 
-from pipeline.geometry.direction import MODES, direction_answer
+import numpy as np
+
+from pipeline.geometry.direction import MODES, direction_table
 from pipeline.geometry.footprint import box_footprint
 from pipeline.qa.context import BudgetContext
 from pipeline.qa.ground_truth import Question
@@ -55,26 +57,42 @@ def rel_direction(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
     per_class = p.get("per_class_candidates")
     per_class = None if per_class is None else int(per_class)
     taken = {label: 0 for label in labels}
-    triples = list(itertools.permutations(objects, 3))
+    # Every ordered triple's answer at once (bit-identical to ``direction_answer`` per triple, a few ms instead of
+    # ~0.1 ms per triple visited); the visit order and the stopping rule below are unchanged.
+    table = direction_table(
+        [inst.box for inst in objects], backward, mode, margin_deg=margin, max_corner_outliers=max_corners
+    )
+    n = len(objects)
+    triples = np.array(list(itertools.permutations(range(n), 3)), dtype=np.int64).reshape(-1, 3)
     order = rng(ctx.seed, "rel_direction", ctx.key, ctx.budget, rule.question_type).permutation(len(triples))
+    # Which triples pass the separation and footprint thresholds and have an answer, decided for all at once
+    # over pair matrices (the same float values as one ``ctx.distance`` / shapely call per visited pair); the
+    # visiting order and the stopping rule are unchanged, so the same questions come out.
+    visit = triples[order]
+    ia, ib, ic = visit[:, 0], visit[:, 1], visit[:, 2]
+    dist = np.array([[ctx.distance(x, y) if x is not y else 0.0 for y in objects] for x in objects]).reshape(n, n)
+    ab, ac, bc = dist[ia, ib], dist[ia, ic], dist[ib, ic]
+    keep = np.minimum(np.minimum(ab, ac), bc) >= min_pair
+    if max_pair is not None:
+        keep &= np.maximum(np.maximum(ab, ac), bc) <= float(max_pair)
+    floor_of: dict[tuple[int, int], float] = {}
+    if footprints:
+        polygons = [footprints[inst.object_id] for inst in objects]
+        pairs_needed = np.unique(np.concatenate([visit[keep][:, [0, 1]], visit[keep][:, [0, 2]], visit[keep][:, [1, 2]]]), axis=0)
+        floor = np.full((n, n), np.inf)
+        for x, y in pairs_needed.tolist():
+            floor[x, y] = floor_of[(x, y)] = polygons[x].distance(polygons[y])
+        keep &= np.minimum(np.minimum(floor[ia, ib], floor[ia, ic]), floor[ib, ic]) >= float(min_footprint)
+    keep &= table.label_index[ia, ib, ic] >= 0
     questions = []
-    for index in order:
+    for i, j, k in visit[keep].tolist():
         if len(questions) >= limit or (per_class is not None and min(taken.values()) >= per_class):
             break
-        a, b, c = triples[int(index)]
-        pairs = [ctx.distance(a, b), ctx.distance(a, c), ctx.distance(b, c)]
-        if min(pairs) < min_pair or (max_pair is not None and max(pairs) > float(max_pair)):
-            continue
+        a, b, c = objects[i], objects[j], objects[k]
+        pairs = [float(dist[i, j]), float(dist[i, k]), float(dist[j, k])]
         if footprints:
-            # The released generator measures the 1.5 m in the floor plane too, not only in 3D.
-            floor = [footprints[x.object_id].distance(footprints[y.object_id]) for x, y in ((a, b), (a, c), (b, c))]
-            if min(floor) < float(min_footprint):
-                continue
-        result = direction_answer(
-            a.box, b.box, c.box, backward, mode, margin_deg=margin, max_corner_outliers=max_corners
-        )
-        if result is None:
-            continue
+            floor = [floor_of[(i, j)], floor_of[(i, k)], floor_of[(j, k)]]
+        result = table.answer(i, j, k)
         label, info = result
         if per_class is not None and taken[label] >= per_class:
             continue

@@ -141,7 +141,9 @@ def answerability_table(qa: pl.DataFrame, object_visibility: pl.DataFrame) -> st
     )
 
 
-def _read_frame(video: Path, rank: int) -> np.ndarray | None:
+def _read_frame(video: Path, rank: int, frames: VideoFrames | None = None) -> np.ndarray | None:
+    if frames is not None:
+        return frames.read(video, rank)
     cap = cv2.VideoCapture(str(video))
     try:
         cap.set(cv2.CAP_PROP_POS_FRAMES, rank)
@@ -149,6 +151,43 @@ def _read_frame(video: Path, rank: int) -> np.ndarray | None:
         return frame if ok else None
     finally:
         cap.release()
+
+
+class VideoFrames:
+    """Frames of the gallery's videos, each video opened once for the whole report.
+
+    Opening a video and seeking (decoding from the keyframe before the frame) for every shown frame was
+    most of the report's cost. Here each video stays open; a frame a few frames ahead of the last one read
+    is reached by decoding forward, any other by a seek, so the decoded pixels are the same as a fresh
+    open-and-seek gives (the decoder is deterministic and starts from the same keyframe or continues
+    the same stream).
+    """
+
+    AHEAD = 12  # decode forward up to this many frames instead of seeking (the writer's keyframe interval)
+
+    def __init__(self):
+        self._open: dict[str, tuple[cv2.VideoCapture, int]] = {}  # video -> (capture, index of the next frame)
+
+    def read(self, video: Path, rank: int) -> np.ndarray | None:
+        name = str(video)
+        cap, position = self._open.get(name, (None, 0))
+        if cap is None:
+            cap = cv2.VideoCapture(name)
+        if not (position <= rank <= position + self.AHEAD):
+            cap.set(cv2.CAP_PROP_POS_FRAMES, rank)
+            position = rank
+        ok = True
+        while ok and position < rank:
+            ok = cap.grab()
+            position += 1
+        ok, frame = cap.read() if ok else (False, None)
+        self._open[name] = (cap, position + 1 if ok else -(2**31))  # after a failed read, the next one seeks
+        return frame if ok else None
+
+    def close(self) -> None:
+        for cap, _ in self._open.values():
+            cap.release()
+        self._open.clear()
 
 
 def _frame_uri(image: np.ndarray) -> str:
@@ -172,7 +211,7 @@ def _legend(used: list[int], labels: dict[tuple[str, int], str], key: str, boxed
     return f'<div class="legend"><b>Boxes:</b>{"".join(items)}</div>' if items else ""
 
 
-def _room_frames(video: Path, max_frames: int) -> list[str]:
+def _room_frames(video: Path, max_frames: int, frames: VideoFrames | None = None) -> list[str]:
     """A few evenly spaced frames of a video (first, middle, ...), for a question about the room itself."""
     cap = cv2.VideoCapture(str(video))
     try:
@@ -182,7 +221,7 @@ def _room_frames(video: Path, max_frames: int) -> list[str]:
     ranks = sorted({int(r) for r in np.linspace(0, max(count - 1, 0), num=min(2, max_frames, max(count, 1)))})
     images = []
     for rank in ranks:
-        image = _read_frame(video, rank)
+        image = _read_frame(video, rank, frames)
         if image is not None:
             images.append(f'<img alt="frame {rank} of the video" src="{_frame_uri(image)}">')
     return images
@@ -195,6 +234,7 @@ def _gallery_item(
     visibility: pl.DataFrame,
     max_frames: int,
     labels: dict[tuple[str, int], str] | None = None,
+    frames: VideoFrames | None = None,
 ) -> str:
     used = list(row["used_obj_ids"] or [])
     images = []
@@ -203,7 +243,7 @@ def _gallery_item(
     real = row["video_kind"] == "real"
     video = video_file(row["video"]) if real and row["video"] else None
     if video is not None and not used:
-        images = _room_frames(video, max_frames)
+        images = _room_frames(video, max_frames, frames)
         caption = ROOM_CAPTION if row["question_type"].startswith("room_size") else NO_OBJECT_CAPTION
     elif video is not None:
         samples = frame_samples.filter((pl.col("key") == row["key"]) & (pl.col("budget") == row["budget"]))
@@ -219,7 +259,7 @@ def _gallery_item(
             .to_list()
         )
         for frame_index in sorted(set(best))[:max_frames]:
-            image = _read_frame(video, rank_of[frame_index])
+            image = _read_frame(video, rank_of[frame_index], frames)
             if image is None:
                 continue
             for obj in seen.filter(pl.col("frame_index") == frame_index).iter_rows(named=True):
@@ -390,8 +430,12 @@ def render_report(
         shown_objects = objects.filter(pl.col("key").is_in(shown))
         labels = dict(zip(zip(shown_objects["key"].to_list(), shown_objects["object_id"].to_list()),
                           shown_objects["category"].to_list()))
-    for row in samples:
-        parts.append(_gallery_item(row, video_file, frame_samples, visibility, frames_per_question, labels))
+    frames = VideoFrames()
+    try:
+        for row in samples:
+            parts.append(_gallery_item(row, video_file, frame_samples, visibility, frames_per_question, labels, frames))
+    finally:
+        frames.close()
     parts.append("</body></html>")
     return "".join(parts)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from pipeline.config import Config
 from pipeline.scene.readers import read_scan
 from pipeline.scene.tables import scene_tables
+from pipeline.synth.label_map import label_map_rows
 from pipeline.synth.scannet_writer import TRUTH_SUFFIX, write_scannet
 from pipeline.synth.scene import generate_scene
 
@@ -32,3 +33,9 @@ def read_beside_scannet(root: Path, seed: int, frames: int, layout: str, write: 
         "reference_tables": scene_tables(reference, config),
         "tables": scene_tables(parsed, config),
     }
+
+
+def mapped_category(raw_label: str) -> str:
+    """The category the generator's label map (written beside every layout) gives a raw label."""
+    categories = {row.split("\t")[1]: row.split("\t")[2] for row in label_map_rows()}
+    return categories.get(raw_label, raw_label)

@@ -65,12 +65,14 @@ def test_code_version_follows_the_modules_an_asset_imports(tmp_path, monkeypatch
     monkeypatch.setattr(catalog, "ROOT", root)
     catalog.code_version.cache_clear()
     catalog._imports.cache_clear()
+    catalog._module_file.cache_clear()
     try:
         assert catalog.code_version("assets.scene") != before
     finally:
         monkeypatch.setattr(catalog, "ROOT", catalog.Path(catalog.__file__).resolve().parents[1])
         catalog.code_version.cache_clear()
         catalog._imports.cache_clear()
+        catalog._module_file.cache_clear()
 
 
 def test_io_manager_records_row_count_path_and_preview(tmp_path):

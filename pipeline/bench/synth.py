@@ -27,17 +27,13 @@ class ReferenceRenderer:
     """The first ``FrameRenderer`` (shading every pixel with gathers, ``einsum`` and ``where``), for comparison only."""
 
     def __init__(self, scene):
-        from pipeline.synth.render import AMBIENT, DIFFUSE, HEADLIGHT
+        from pipeline.synth.render import AMBIENT, DIFFUSE, HEADLIGHT, triangle_normals_and_colors
 
         self.ambient, self.diffuse, self.headlight = AMBIENT, DIFFUSE, HEADLIGHT
         mesh = scene.mesh
         self.scene = scene
         self.raycaster = MeshRaycaster(mesh.vertices, mesh.triangles)
-        tri = mesh.vertices[mesh.triangles]
-        normals = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
-        normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
-        self.normals = normals.astype(np.float32)
-        self.tri_colors = mesh.colors[mesh.triangles].astype(np.float32).mean(axis=1)
+        self.normals, self.tri_colors = triangle_normals_and_colors(mesh)
         self.tri_object = mesh.triangle_object_ids
         self.camera = CameraRays(scene.intrinsics, scene.width, scene.height)
         x, y = np.meshgrid(self.camera.x.astype(np.float64), self.camera.y.astype(np.float64))

@@ -62,6 +62,14 @@ class RenderedFrame:
         return depth_png(self.depth_mm)
 
 
+def triangle_normals_and_colors(mesh) -> tuple[np.ndarray, np.ndarray]:
+    """Unit face normals and mean vertex colours per triangle (float32), what both renderers shade with."""
+    tri = mesh.vertices[mesh.triangles]
+    normals = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+    normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
+    return normals.astype(np.float32), mesh.colors[mesh.triangles].astype(np.float32).mean(axis=1)
+
+
 # Rows of ``FrameRenderer.shading``: the triangle normal, its pose-independent shade, its colour in BGR order.
 _NX, _NY, _NZ, _BASE = 0, 1, 2, 3
 _BGR = slice(4, 7)
@@ -88,11 +96,7 @@ class FrameRenderer:
         mesh = scene.mesh
         self.scene = scene
         self.raycaster = MeshRaycaster(mesh.vertices, mesh.triangles)
-        tri = mesh.vertices[mesh.triangles]
-        normals = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
-        normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-12)
-        normals = normals.astype(np.float32)
-        colors = mesh.colors[mesh.triangles].astype(np.float32).mean(axis=1)
+        normals, colors = triangle_normals_and_colors(mesh)
         count = len(normals)
         self.shading = np.zeros((7, count + 1), dtype=np.float32)
         self.shading[_NX:_NZ + 1, :count] = normals.T

@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Offline pages: Chromium must not fetch anything of its own (updates, first-run pages) while a test counts requests.
+OFFLINE_LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 
 
 def small_release(out):

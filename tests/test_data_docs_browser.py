@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_release import CHROMIUM, small_release
+from tests.browser_release import CHROMIUM, OFFLINE_LAUNCH_ARGS, small_release
 
 pytestmark = pytest.mark.browser
-
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +33,7 @@ def test_data_docs_render_offline(data_docs, tmp_path):
             route.abort("internetdisconnected")
 
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=OFFLINE_LAUNCH_ARGS)
         page = browser.new_page()
         page.route("**/*", only_files)
         page.on("requestfailed", lambda req: failed.append(req.url))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser_release import CHROMIUM, small_release
+from tests.browser_release import CHROMIUM, OFFLINE_LAUNCH_ARGS, small_release
 
 pytestmark = pytest.mark.browser
 
@@ -25,10 +25,7 @@ def test_report_opens_offline_without_console_errors(report, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     console_errors, requests = [], []
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
-        )
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=OFFLINE_LAUNCH_ARGS)
         page = browser.new_page()
         page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
         page.on("pageerror", lambda exc: console_errors.append(str(exc)))

@@ -43,11 +43,16 @@ class Box:
         return self.center[2] + self.extent[2] / 2.0
 
     def footprint(self) -> Polygon:
-        hx, hy = self.extent[0] / 2.0, self.extent[1] / 2.0
-        local = np.array([[-hx, -hy], [hx, -hy], [hx, hy], [-hx, hy]])
-        rot = self.rotation[:2, :2]
-        world = local @ rot.T + np.asarray(self.center[:2])
-        return Polygon(world)
+        """The box's rectangle in the xy plane, built once per box (layout asks for it thousands of times)."""
+        cached = self.__dict__.get("_footprint")
+        if cached is None:
+            hx, hy = self.extent[0] / 2.0, self.extent[1] / 2.0
+            local = np.array([[-hx, -hy], [hx, -hy], [hx, hy], [-hx, hy]])
+            rot = self.rotation[:2, :2]
+            world = local @ rot.T + np.asarray(self.center[:2])
+            # A frozen dataclass refuses setattr; the cache is not a field, so equality and hashing ignore it.
+            cached = self.__dict__["_footprint"] = Polygon(world)
+        return cached
 
     def to_oriented(self) -> OrientedBox:
         return OrientedBox(np.array(self.center, dtype=float), np.array(self.extent, dtype=float), self.rotation)

@@ -5,7 +5,8 @@ sequence the scene step marked in ``frames.in_all_frame``); ``scan_videos``
 writes ``videos/{16,32,64,all}_frame/<dataset>/<scene_id>.mp4`` under the output root
 and records paths and frame counts as metadata (videos are files, not a table).
 Images are read by the paths the ``frames`` table records (``partition_images``):
-the scan is not parsed again.
+the scan is not parsed again. The frames decoded for the videos stay in this
+process for the scan's ``dummy_videos`` (``pipeline.frames.frame_cache``).
 """
 
 import dagster as dg
@@ -14,8 +15,21 @@ import polars as pl
 from assets.catalog import file_asset, path_value, table_asset
 from assets.partitions import scan_partitions
 from assets.progress import FrameCounter, counting_loader
-from assets.scene import partition_images, recorded_scan
+from assets.scene import partition_images, recorded_scan, scan_location
 from resources.storage import StorageResource
+
+
+def partition_image_identity(context: dg.AssetExecutionContext, storage: StorageResource, scan_frames: pl.DataFrame):
+    """What each of the partition's images is on disk (``pipeline.frames.frame_cache``); None off a local disk."""
+    from pipeline.frames.frame_cache import local_image_identity
+    from pipeline.storage import is_local, reaching, upath
+
+    config = storage.config()
+    if not is_local(upath(config.scans_root, config.storage_options)):
+        return None
+    with reaching(config.scans_root):
+        uri = scan_location(context, config)
+    return local_image_identity(context.partition_key, uri, scan_frames)
 
 
 @dg.asset(
@@ -46,6 +60,7 @@ def scan_videos(
     frame_samples: pl.DataFrame,
 ) -> dg.MaterializeResult:
     from pipeline.frames.budgets import all_frame_fps
+    from pipeline.frames.frame_cache import SHARED
     from pipeline.frames.video import write_scan_videos
 
     config = storage.config()
@@ -66,6 +81,8 @@ def scan_videos(
             frames_config=config.frames,
             image_rotation=rotation,
             storage_options=config.storage_options,
+            image_identity=partition_image_identity(context, storage, scan_frames),
+            frame_cache=SHARED,  # the scan's dummy videos, a few steps on, take the frames from here
         )
     root = config.output_root.rstrip("/")
     return dg.MaterializeResult(

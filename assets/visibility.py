@@ -100,14 +100,17 @@ def dummy_videos(
     visibility: pl.DataFrame,
     frames: pl.DataFrame,
 ) -> pl.DataFrame:
+    from assets.frames import partition_image_identity
     from pipeline import schemas
     from pipeline.frames.dummy_videos import make_dummy_videos
+    from pipeline.frames.frame_cache import SHARED
     from pipeline.qa.dummy import dummy_object_sets
 
     config = storage.config()
     key = context.partition_key
     sets = dummy_object_sets(objects, object_visibility, key)
     if not sets:
+        SHARED.clear()
         return schemas.empty("dummy_videos")
     rotation = recorded_scan(context, storage, scans)["image_rotation"]
     with partition_images(context, storage, scans, frames) as load_image:
@@ -121,6 +124,9 @@ def dummy_videos(
             frames_config=config.frames,
             image_rotation=rotation,
             storage_options=config.storage_options,
+            image_identity=partition_image_identity(context, storage, frames.filter(pl.col("key") == key)),
+            frame_cache=SHARED,  # frames the scan videos decoded in this process are not decoded again
         )
+    SHARED.clear()  # the scan's last reader: the memory is free for the next scan
     context.add_output_metadata({"object_sets": len(sets)})
     return table

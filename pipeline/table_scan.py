@@ -24,8 +24,6 @@ from dataclasses import dataclass
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 from upath import UPath
 
 from pipeline import schemas, storage
@@ -73,7 +71,9 @@ def existing(paths: Sequence[UPath]) -> tuple[UPath, ...]:
     return tuple(kept)
 
 
-def _filesystem(path: UPath) -> pafs.FileSystem:
+def _filesystem(path: UPath):
+    import pyarrow.fs as pafs
+
     if storage.is_local(path):
         return pafs.LocalFileSystem()
     return pafs.PyFileSystem(pafs.FSSpecHandler(path.fs))
@@ -87,6 +87,9 @@ def read_files(paths: Sequence[UPath], table_name: str) -> pl.DataFrame:
 
 def _scan(paths: Sequence[UPath], table_name: str, columns: Sequence[str] | None) -> pl.DataFrame | None:
     """All files in one scan, or None when the scan would not give what per-file reads give."""
+    # pyarrow.dataset imports pandas (~0.5 CPU-s): only the dataset-wide steps that scan tables pay for it.
+    import pyarrow.dataset as ds
+
     schema = schemas.schema(table_name)
     dataset = ds.dataset([p.path for p in paths], schema=schema, format="parquet", filesystem=_filesystem(paths[0]))
     non_empty = 0

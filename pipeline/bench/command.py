@@ -202,7 +202,7 @@ def run_visibility_bench(triangles: int = 150_000, frames: int = 1000, scale: fl
 
     # Raw throughput is Open3D's cast of precomputed rays, nothing else timed. The machine is
     # shared, so raw and full runs alternate in chunks of frames: both see the same load.
-    import open3d as o3d
+    from pipeline.geometry.raycast import o3d
 
     raw = full_s = reduced_s = raw_cpu = full_cpu = 0.0
     full_parts, reduced_parts = [], []

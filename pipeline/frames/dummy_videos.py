@@ -36,6 +36,7 @@ from pipeline import schemas
 from pipeline.config import FramesConfig
 from pipeline.errors import ScanError
 from pipeline.frames.budgets import all_frame_table
+from pipeline.frames.frame_cache import FrameCache, Identity, entry_key
 from pipeline.seeding import stable_id
 from pipeline.frames.video import BUDGET_VIDEO_FPS, load_frame, scan_video_size, video_frame, write_video
 
@@ -125,12 +126,15 @@ def make_dummy_videos(
     image_rotation: int = 0,
     storage_options: dict | None = None,
     kinds: Iterable[str] = KINDS,
+    image_identity: Identity | None = None,
+    frame_cache: FrameCache | None = None,
 ) -> pl.DataFrame:
     """Plan and write the dummy videos of one scan; returns the ``dummy_videos`` table.
 
     Videos play at one frame per sample like the budget videos, at the scan's
     video size; each distinct video (rows sharing a ``path``) is encoded once.
-    A source image missing or unreadable is a ``ScanError``.
+    A frame the scan videos left in ``frame_cache`` (``pipeline.frames.frame_cache``)
+    is not decoded again. A source image missing or unreadable is a ``ScanError``.
     """
     frames_config = frames_config or FramesConfig()
     table = plan_dummy_videos(key, object_id_sets, visibility, frames, kinds)
@@ -144,6 +148,10 @@ def make_dummy_videos(
         if index in cache:
             cache.move_to_end(index)
             return cache[index]
+        if frame_cache is not None:
+            shared = frame_cache.get(entry_key(image_identity, index, size, image_rotation))
+            if shared is not None:
+                return shared
         try:
             image = video_frame(load_frame(key, load_image, index), size, image_rotation)
         except ValueError as exc:

@@ -28,6 +28,7 @@ import polars as pl
 
 from pipeline.errors import ScanError
 from pipeline.frames.budgets import ALL, output_size
+from pipeline.frames.frame_cache import FrameCache, Identity, entry_key
 from pipeline.config import FramesConfig
 from pipeline.storage import is_local, make_shareable, upath
 from pipeline.frames.video_paths import budget_video_path
@@ -174,12 +175,16 @@ def write_scan_videos(
     frames_config: FramesConfig | None = None,
     image_rotation: int = 0,
     storage_options: dict | None = None,
+    image_identity: Identity | None = None,
+    frame_cache: FrameCache | None = None,
 ) -> dict[str, Any]:
     """Write the all-frame and budget videos of one scan; returns paths, frame counts and skipped frames.
 
     ``frame_samples`` holds the scan's budgets (``pipeline.frames.budgets.sample_frames``).
     Frames with an invalid pose never enter the all-frame sequence, so they are
-    never written; they are counted in ``skipped_invalid_pose``.
+    never written; they are counted in ``skipped_invalid_pose``. With a
+    ``frame_cache`` and an ``image_identity`` (``pipeline.frames.frame_cache``)
+    the decoded frames are left there for the scan's dummy videos.
     """
     frames_config = frames_config or FramesConfig()
     samples = frame_samples.filter(pl.col("key") == key)
@@ -208,13 +213,19 @@ def write_scan_videos(
     if not order:
         return result
     paths = {b: budget_video_path(b, key) for b in [*budgets, ALL]}
+    keep_every = 0  # 0: nothing kept
+    if frame_cache is not None and image_identity is not None:
+        frame_cache.start_scan(key)
+        keep_every = frame_cache.keep_every(len(order), size[0] * size[1] * 3)
     with _all_writers(output_root, paths, fps, size, storage_options) as writers:
-        for frame_index in order:
+        for position, frame_index in enumerate(order):
             frame = None
             try:
                 frame = video_frame(load_frame(key, load_image, frame_index), size, image_rotation)
             except ValueError as exc:
                 raise ScanError(key, f"frame {frame_index}", str(exc)) from None
+            if keep_every and position % keep_every == 0:
+                frame_cache.put(key, entry_key(image_identity, frame_index, size, image_rotation), frame)
             writers[ALL].write(frame)
             for budget in budgets:
                 times = repeats[budget].get(frame_index, 0)

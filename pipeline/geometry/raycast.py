@@ -24,9 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import open3d as o3d
 
+from pipeline.geometry.open3d_import import import_open3d
 from pipeline.threads import worker_threads
+
+o3d = import_open3d()  # without Open3D's Plotly/Dash viewer (pipeline.geometry.open3d_import)
 
 INVALID_ID = int(o3d.t.geometry.RaycastingScene.INVALID_ID)
 

@@ -44,7 +44,8 @@ import polars as pl
 from pipeline import schemas
 from pipeline.pinpoint import templates as T
 from pipeline.pinpoint.config import PinpointConfig
-from pipeline.pinpoint.geometry import box_distance, box_of_row
+from pipeline.geometry.distance import obb_pair_distances
+from pipeline.pinpoint.geometry import box_of_row
 from pipeline.qa.ids import question_id
 from pipeline.seeding import rng, stable_int
 from pipeline.frames.video_paths import budget_video_path
@@ -69,6 +70,47 @@ def _pick(templates: dict[str, str], *parts: object) -> str:
     return names[stable_int("pinpoint-template", *parts) % len(names)]
 
 
+class FarCandidates:
+    """Per target, the closest instance of every other label by box-to-box distance; one scan, every budget.
+
+    NRI distractors outside a target's neighbourhood need the box distance from the target to every
+    candidate object. It does not depend on the budget, so it is computed once per target for all budgets,
+    in one batched ``obb_pair_distances`` call (the same per-pair arithmetic as ``box_distance``, so the
+    same floats: ``tests/test_pinpoint_questions.py``).
+    """
+
+    def __init__(self, objects: pl.DataFrame):
+        self.rows = {int(r["object_id"]): r for r in objects.iter_rows(named=True)}
+        self.boxes = {oid: box_of_row(r) for oid, r in self.rows.items()}
+        self._closest: dict[int, dict[str, tuple[float, int]]] = {}
+
+    def closest_by_label(
+        self, target: dict, neighbors: pl.DataFrame, labels: dict[int, str], structural: set[int], cfg: PinpointConfig
+    ) -> dict[str, tuple[float, int]]:
+        """label -> (distance, object id) of its closest instance, over objects neither near nor excluded."""
+        tid = int(target["object_id"])
+        if tid in self._closest:
+            return self._closest[tid]
+        near_ids = set(neighbors.filter(pl.col("target_id") == target["object_id"])["neighbor_id"].to_list())
+        near_labels = {labels[i] for i in near_ids if i in labels}
+        excluded = set(cfg.questions.excluded_reference_labels) | {target["label"]} | near_labels
+        if target["support_label"] is not None:
+            excluded.add(target["support_label"])
+        candidates = [
+            oid for oid in self.rows
+            if not (oid == target["object_id"] or oid in structural or labels[oid] in excluded)
+        ]
+        tbox = self.boxes[tid]
+        distances = obb_pair_distances([tbox] * len(candidates), [self.boxes[oid] for oid in candidates]).tolist()
+        closest: dict[str, tuple[float, int]] = {}
+        for oid, d in zip(candidates, distances):
+            label = labels[oid]
+            if label not in closest or d < closest[label][0]:
+                closest[label] = (d, oid)
+        self._closest[tid] = closest
+        return closest
+
+
 class ScanQuestions:
     """Question rows of one scan for one budget."""
 
@@ -82,6 +124,7 @@ class ScanQuestions:
         visibility: pl.DataFrame,
         config: PinpointConfig,
         seed: int,
+        far: FarCandidates | None = None,
     ):
         self.key, self.budget, self.cfg, self.seed = key, budget, config, seed
         self.dataset, self.scene_id = key.split("/", 1)
@@ -92,6 +135,7 @@ class ScanQuestions:
         self.visible: set[int] = set(vis["object_id"].to_list())
         self.labels = {int(r["object_id"]): normalize_label(r["raw_label"]) for r in self.objects.iter_rows(named=True)}
         self.structural = {int(r["object_id"]) for r in self.objects.iter_rows(named=True) if r["structural"]}
+        self.far = far if far is not None else FarCandidates(self.objects)
 
     # --- shared pieces -------------------------------------------------------------------------------
 
@@ -210,21 +254,7 @@ class ScanQuestions:
 
     def _far_distractors(self, target: dict, floor_d: float) -> dict[str, int]:
         """Labels of visible objects outside the neighbourhood whose every instance is provably farther than floor_d."""
-        near_ids = set(self.neighbors.filter(pl.col("target_id") == target["object_id"])["neighbor_id"].to_list())
-        near_labels = {self.labels[i] for i in near_ids if i in self.labels}
-        excluded = set(self.cfg.questions.excluded_reference_labels) | {target["label"]} | near_labels
-        if target["support_label"] is not None:
-            excluded.add(target["support_label"])
-        rows = {int(r["object_id"]): r for r in self.objects.iter_rows(named=True)}
-        tbox = box_of_row(rows[int(target["object_id"])])
-        closest: dict[str, tuple[float, int]] = {}
-        for oid, r in rows.items():
-            label = self.labels[oid]
-            if oid == target["object_id"] or oid in self.structural or label in excluded:
-                continue
-            d = box_distance(tbox, box_of_row(r))
-            if label not in closest or d < closest[label][0]:
-                closest[label] = (d, oid)
+        closest = self.far.closest_by_label(target, self.neighbors, self.labels, self.structural, self.cfg)
         return {label: oid for label, (d, oid) in closest.items() if d >= floor_d and self._visible_ok(oid)}
 
     def free_form(self, target: dict) -> dict | None:
@@ -348,7 +378,8 @@ def generate_questions(
     """``qa_candidates`` rows (profile ``pinpointqa``) of one scan for every budget; ``split`` is left null."""
     cfg = config or PinpointConfig()
     rows: list[dict] = []
+    far = FarCandidates(objects.filter(pl.col("key") == key).sort("object_id"))
     for budget in budgets or cfg.questions.budgets:
-        rows += ScanQuestions(key, budget, targets, neighbors, objects, visibility, cfg, seed).all()
+        rows += ScanQuestions(key, budget, targets, neighbors, objects, visibility, cfg, seed, far=far).all()
     frame = schemas.from_rows("qa_candidates", rows)
     return frame.sort(["budget", "question_type", "id"])

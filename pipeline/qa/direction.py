@@ -82,7 +82,13 @@ def rel_direction(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
     floor_of: dict[tuple[int, int], float] = {}
     if footprints:
         polygons = [footprints[inst.object_id] for inst in objects]
-        pairs_needed = np.unique(np.concatenate([visit[keep][:, [0, 1]], visit[keep][:, [0, 2]], visit[keep][:, [1, 2]]]), axis=0)
+        # The distinct (x, y) pairs of the kept triples in lexicographic order, as ``np.unique(..., axis=0)``
+        # gives them, from an n x n mask instead of a row sort.
+        needed = np.zeros((n, n), dtype=bool)
+        kept = visit[keep]
+        for x, y in ((0, 1), (0, 2), (1, 2)):
+            needed[kept[:, x], kept[:, y]] = True
+        pairs_needed = np.argwhere(needed).astype(np.int64).reshape(-1, 2)
         floor = np.full((n, n), np.inf)
         if len(pairs_needed):  # one vectorised GEOS call: the same distance per pair as polygon.distance
             polygons = np.asarray(polygons, dtype=object)

@@ -190,10 +190,10 @@ def test_absent_labels_avoid_word_overlaps():
 
 
 def test_far_distractor_distances_batched_equal_the_pairwise_box_distance():
-    """``FarCandidates`` measures every candidate in one batched call: the same floats as ``box_distance``."""
+    """``ScanLookups`` measures every candidate in one batched call: the same floats as ``box_distance``."""
     from pipeline.pinpoint.config import PinpointConfig
     from pipeline.pinpoint.geometry import box_distance, box_of_row
-    from pipeline.pinpoint.questions import FarCandidates
+    from pipeline.pinpoint.questions import ScanLookups
 
     gen = np.random.default_rng(5)
     rows = []
@@ -208,10 +208,10 @@ def test_far_distractor_distances_batched_equal_the_pairwise_box_distance():
                      "extent": extent.tolist(), "rotation": rot.reshape(9).tolist()})
     objects = pl.DataFrame(rows)
     labels = {i: f"label{i % 17}" for i in range(120)}
-    far = FarCandidates(objects)
+    neighbors = pl.DataFrame({"target_id": [3], "neighbor_id": [4], "shortest_distance": [0.5]})
+    far = ScanLookups(objects, neighbors)
     target = {"object_id": 3, "label": labels[3], "support_label": None}
-    closest = far.closest_by_label(target, pl.DataFrame({"target_id": [3], "neighbor_id": [4]}), labels, {9},
-                                   PinpointConfig())
+    closest = far.closest_by_label(target, labels, {9}, PinpointConfig())
     boxes = {r["object_id"]: box_of_row(r) for r in rows}
     expected: dict[str, tuple[float, int]] = {}
     for oid in range(120):
@@ -222,8 +222,7 @@ def test_far_distractor_distances_batched_equal_the_pairwise_box_distance():
             expected[labels[oid]] = (d, oid)
     assert closest == expected and len(expected) > 10
     for t in range(0, 120, 13):  # every target's batch against the pairwise distance, bit for bit
-        batched = far.closest_by_label({"object_id": t, "label": "none", "support_label": None},
-                                       pl.DataFrame({"target_id": [-1], "neighbor_id": [-1]}), labels, set(),
+        batched = far.closest_by_label({"object_id": t, "label": "none", "support_label": None}, labels, set(),
                                        PinpointConfig())
         for label, (d, oid) in batched.items():
             assert d == box_distance(boxes[t], boxes[oid])

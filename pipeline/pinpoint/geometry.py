@@ -15,6 +15,7 @@ object's triangles, or with the box when there are none.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -112,23 +113,34 @@ class _HeightIndex:
         self.tree = cKDTree(centroids) if len(centroids) else None
 
     def heights(self, pts: np.ndarray) -> list[np.ndarray]:
+        """Sorted surface heights per point. The point-triangle pairs of all points are evaluated as one array
+        (the same elementwise arithmetic as one point at a time), then cut per point in query order."""
         pts = np.asarray(pts, dtype=float)
         if self.tree is None:
             return [np.empty(0) for _ in pts]
+        lists = self.tree.query_ball_point(pts, r=self.radius + 1e-9)
+        sizes = np.fromiter((len(i) for i in lists), dtype=np.int64, count=len(lists))
+        total = int(sizes.sum())
+        if not total:
+            return [np.empty(0) for _ in pts]
+        idx = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=total)
+        p = pts[np.repeat(np.arange(len(pts)), sizes)]
+        t, den = self.tris[idx], self.den[idx]
+        a, b, c = t[:, 0], t[:, 1], t[:, 2]
+        v0, v1, v2 = b[:, :2] - a[:, :2], c[:, :2] - a[:, :2], p - a[:, :2]
+        u = (v2[:, 0] * v1[:, 1] - v1[:, 0] * v2[:, 1]) / den
+        v = (v0[:, 0] * v2[:, 1] - v2[:, 0] * v0[:, 1]) / den
+        inside = (u >= -1e-9) & (v >= -1e-9) & (u + v <= 1 + 1e-9)
+        z = a[:, 2] + u * (b[:, 2] - a[:, 2]) + v * (c[:, 2] - a[:, 2])
         out: list[np.ndarray] = []
-        for p, idx in zip(pts, self.tree.query_ball_point(pts, r=self.radius + 1e-9)):
-            if not idx:
+        start = 0
+        for size in sizes.tolist():
+            if not size:
                 out.append(np.empty(0))
                 continue
-            idx = np.asarray(idx)
-            t, den = self.tris[idx], self.den[idx]
-            a, b, c = t[:, 0], t[:, 1], t[:, 2]
-            v0, v1, v2 = b[:, :2] - a[:, :2], c[:, :2] - a[:, :2], p - a[:, :2]
-            u = (v2[:, 0] * v1[:, 1] - v1[:, 0] * v2[:, 1]) / den
-            v = (v0[:, 0] * v2[:, 1] - v2[:, 0] * v0[:, 1]) / den
-            inside = (u >= -1e-9) & (v >= -1e-9) & (u + v <= 1 + 1e-9)
-            z = a[:, 2] + u * (b[:, 2] - a[:, 2]) + v * (c[:, 2] - a[:, 2])
-            out.append(np.sort(z[inside]))
+            end = start + size
+            out.append(np.sort(z[start:end][inside[start:end]]))
+            start = end
         return out
 
 

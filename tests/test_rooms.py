@@ -87,7 +87,6 @@ def test_annotated_polygon_keeps_its_source():
 
 def test_triangles_unioned_as_one_multipolygon_equal_the_union_of_separate_polygons():
     """The alpha shape's triangles go to GEOS as one MultiPolygon: the same union, bit for bit."""
-    import shapely
     from scipy.spatial import Delaunay
 
     from pipeline.geometry.rooms import _triangle_multipolygon

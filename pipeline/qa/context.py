@@ -127,4 +127,8 @@ class BudgetContext:
         return float(row[self._index[best.object_id]]), best
 
     def video_path(self) -> str:
+        return self._video_path
+
+    @cached_property
+    def _video_path(self) -> str:
         return budget_video_path(self.budget, self.key)

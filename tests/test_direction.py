@@ -187,3 +187,27 @@ def test_vsibench_one_sided_margin_only_guards_the_counter_clockwise_edge():
     assert kept is not None and kept[0] == "back-left" and kept[1]["boundary_margin_deg"] == pytest.approx(85.0)
     # 5° before the edge (85°): rejected either way.
     assert direction_answer(a, b, small_box(at_angle(85.0)), False, "hard", 10.0, upper_margin_only=True) is None
+
+
+def test_relative_direction_triples_and_shared_tables():
+    """Triples come in ``itertools.permutations`` order; a table is shared only for the same boxes and thresholds."""
+    import itertools
+
+    from pipeline.geometry.direction import direction_table
+    from pipeline.qa import direction as QD
+    from pipeline.scene.parsed import OrientedBox
+
+    for n in range(7):
+        expected = np.array(list(itertools.permutations(range(n), 3)), dtype=np.int64).reshape(-1, 3)
+        assert np.array_equal(QD.ordered_triples(n), expected)
+    gen = np.random.default_rng(2)
+    boxes = [OrientedBox(gen.uniform(-3, 3, 3), gen.uniform(0.2, 1, 3), np.eye(3)) for _ in range(6)]
+    QD._TABLES.clear()
+    shared = QD._shared_direction_table(boxes, False, "hard", 10.0, 2)
+    assert QD._shared_direction_table(list(boxes), False, "hard", 10.0, 2) is shared
+    fresh = direction_table(boxes, False, "hard", margin_deg=10.0, max_corner_outliers=2)
+    assert np.array_equal(shared.label_index, fresh.label_index)
+    assert QD._shared_direction_table(boxes, True, "hard", 10.0, 2) is not shared
+    assert QD._shared_direction_table(boxes, False, "hard", 12.0, 2) is not shared
+    moved = [OrientedBox(boxes[0].center + 1e-9, boxes[0].extent, boxes[0].rotation), *boxes[1:]]
+    assert QD._shared_direction_table(moved, False, "hard", 10.0, 2) is not shared

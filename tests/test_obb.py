@@ -122,20 +122,15 @@ def test_vsibench_boxes_read_as_rows(fixtures_dir):
     assert checked > 50
 
 
-def test_hull_prefilter_gives_the_same_rectangle_to_the_bit():
-    """Only hull-boundary points go to shapely: the rectangle is bit-identical to the one from every point."""
-    import shapely
+def test_footprint_hull_from_one_coordinate_sequence_is_the_multipoint_hull_to_the_bit():
+    """GEOS gets the footprint as one LineString: the hull and rectangle equal those of ``MultiPoint(xy)``."""
     from shapely.geometry import MultiPoint
 
-    from pipeline.geometry.obb import _footprint_rectangle, hull_candidates
-
-    def from_every_point(xy):
-        rect = shapely.minimum_rotated_rectangle(MultiPoint(xy).convex_hull)
-        return np.asarray(rect.exterior.coords if rect.geom_type == "Polygon" else rect.coords, dtype=float)
+    from pipeline.geometry.obb import _footprint_rectangle, footprint_hull
 
     gen = np.random.default_rng(11)
-    for i in range(150):
-        k = int(gen.integers(9, 1500))
+    for i in range(200):
+        k = int(gen.integers(1, 1500)) if i % 10 else int(gen.integers(1, 5))  # also 1-4 points
         kind = i % 5
         if kind == 0:
             xy = gen.normal(size=(k, 2)) * gen.uniform(0.01, 3, 2)
@@ -148,11 +143,10 @@ def test_hull_prefilter_gives_the_same_rectangle_to_the_bit():
             xy = np.repeat(gen.uniform(-1, 1, (max(k // 50, 2), 2)), 50, axis=0)  # duplicated points
         elif kind == 3:
             t = gen.uniform(0, 1, k)
-            xy = np.c_[t, 2 * t + 1]  # collinear: qhull refuses, every point is kept
+            xy = np.c_[t, 2 * t + 1]  # collinear: the hull is a line
         else:
             xy = np.round(gen.uniform(-2, 2, (k, 2)), 2)  # quantised
-        kept = hull_candidates(xy)
-        assert len(kept) <= len(xy)
-        assert np.array_equal(from_every_point(kept), from_every_point(xy)), i
+        hull = footprint_hull(xy)
+        assert hull.wkb == MultiPoint(xy).convex_hull.wkb, i  # same type and coordinates, bit for bit
         centre, axis, long_side, short_side = _footprint_rectangle(xy)
         assert np.isfinite(centre).all() and long_side >= short_side >= 0.0

@@ -187,3 +187,42 @@ def test_absent_labels_avoid_word_overlaps():
     for label in ("bag", "paper bag", "phone", "mobile phone", "smartphone", "cup"):
         assert label not in absent
     assert "mug" in absent and "tote bag" in absent
+
+
+def test_far_distractor_distances_batched_equal_the_pairwise_box_distance():
+    """``ScanLookups`` measures every candidate in one batched call: the same floats as ``box_distance``."""
+    from pipeline.pinpoint.config import PinpointConfig
+    from pipeline.pinpoint.geometry import box_distance, box_of_row
+    from pipeline.pinpoint.questions import ScanLookups
+
+    gen = np.random.default_rng(5)
+    rows = []
+    for i in range(120):
+        a = gen.uniform(0, np.pi)
+        rot = np.array([[np.cos(a), -np.sin(a), 0], [np.sin(a), np.cos(a), 0], [0, 0, 1]])
+        if i % 7 == 0:  # some boxes tilted off the floor plane too
+            b = gen.uniform(0, 0.5)
+            rot = rot @ np.array([[1, 0, 0], [0, np.cos(b), -np.sin(b)], [0, np.sin(b), np.cos(b)]])
+        extent = gen.uniform(0.05, 2.0, 3) if i % 11 else np.array([0.3, 0.3, 0.0])  # and flat ones
+        rows.append({"key": "s/x", "object_id": i, "center": gen.uniform(-4, 4, 3).tolist(),
+                     "extent": extent.tolist(), "rotation": rot.reshape(9).tolist()})
+    objects = pl.DataFrame(rows)
+    labels = {i: f"label{i % 17}" for i in range(120)}
+    neighbors = pl.DataFrame({"target_id": [3], "neighbor_id": [4], "shortest_distance": [0.5]})
+    far = ScanLookups(objects, neighbors)
+    target = {"object_id": 3, "label": labels[3], "support_label": None}
+    closest = far.closest_by_label(target, labels, {9}, PinpointConfig())
+    boxes = {r["object_id"]: box_of_row(r) for r in rows}
+    expected: dict[str, tuple[float, int]] = {}
+    for oid in range(120):
+        if oid in (3, 9) or labels[oid] in {labels[3], labels[4]} | set(PinpointConfig().questions.excluded_reference_labels):
+            continue
+        d = box_distance(boxes[3], boxes[oid])
+        if labels[oid] not in expected or d < expected[labels[oid]][0]:
+            expected[labels[oid]] = (d, oid)
+    assert closest == expected and len(expected) > 10
+    for t in range(0, 120, 13):  # every target's batch against the pairwise distance, bit for bit
+        batched = far.closest_by_label({"object_id": t, "label": "none", "support_label": None}, labels, set(),
+                                       PinpointConfig())
+        for label, (d, oid) in batched.items():
+            assert d == box_distance(boxes[t], boxes[oid])

@@ -188,3 +188,24 @@ def test_bad_vertex_indices_name_the_scan():
     scan.objects[0].vertex_indices = np.array([0, len(scan.mesh.vertices) + 5])
     with pytest.raises(ScanError, match=f"{KEY}: memory://: object 0"):
         build_representation(KEY, objects, scan)
+
+
+def test_closest_vertex_distance_with_a_bound_is_the_full_query_to_the_bit():
+    """The pruned nearest-vertex query returns the same minimum as querying every point exhaustively."""
+    from scipy.spatial import cKDTree
+
+    from pipeline.pinpoint.geometry import ObjectGeometry, _closest_vertex_distance
+    from pipeline.scene.parsed import OrientedBox
+
+    gen = np.random.default_rng(3)
+    box = OrientedBox(np.zeros(3), np.ones(3), np.eye(3))
+    for i in range(300):
+        a = gen.normal(size=(int(gen.integers(1, 400)), 3)) * gen.uniform(0.01, 1.0)
+        b = gen.normal(size=(int(gen.integers(1, 400)), 3)) * gen.uniform(0.01, 1.0) + gen.uniform(-2, 2, 3)
+        if i % 5 == 0:
+            b = np.vstack([b, a[: int(gen.integers(1, len(a) + 1))]])  # shared vertices: distance 0
+        if i % 7 == 0:
+            a, b = np.round(a, 2), np.round(b, 2)  # quantised: ties
+        other = ObjectGeometry(object_id=1, label="x", category="x", structural=False, small=False, box=box, vertices=b)
+        full, _ = cKDTree(b).query(a, k=1)
+        assert _closest_vertex_distance(a, other) == float(full.min()), i

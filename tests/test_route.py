@@ -214,3 +214,26 @@ def test_walk_ends_when_the_body_touches_the_object_not_half_a_width_inside_it()
     assert route is not None and route.turns == ("left",)
     at_contact = obj(4.25, 4.45, 0.5, 0.5)  # x 4.0..4.5: the body meets it before the desk
     assert plan_route(a, desk, [desk, goal], [at_contact], ROOM) is None
+
+
+def test_scene_graph_is_reused_only_for_the_same_boxes_labels_room_and_thresholds():
+    """Budgets of a scan share one graph; a moved box, another label, room or threshold builds its own."""
+    from pipeline.geometry import route as R
+
+    boxes, labels = scene()
+    R._GRAPHS.clear()
+    cold = find_routes(boxes, labels, ROOM, np.random.default_rng(7), max_routes=12)
+    graph = R._shared_scene_graph(boxes, labels, ROOM, turn_margin_deg=20.0, walk_half_width_m=0.2, min_leg_m=1.0,
+                                  room_tolerance_m=0.05, obstacle_max_bottom_m=1.0)
+    assert len(R._GRAPHS) == 1  # find_routes' graph, found again
+    warm = find_routes(boxes, labels, ROOM, np.random.default_rng(7), max_routes=12)
+    assert [r.to_dict() for r in warm] == [r.to_dict() for r in cold]
+    moved = {**boxes, 5: obj(5.0000001, 4, 1.2, 0.8)}
+    renamed = {**labels, 5: "desk"}
+    options = dict(turn_margin_deg=20.0, walk_half_width_m=0.2, min_leg_m=1.0, room_tolerance_m=0.05,
+                   obstacle_max_bottom_m=1.0)
+    assert R._shared_scene_graph(moved, labels, ROOM, **options) is not graph
+    assert R._shared_scene_graph(boxes, renamed, ROOM, **options) is not graph
+    assert R._shared_scene_graph(boxes, labels, None, **options) is not graph
+    assert R._shared_scene_graph(boxes, labels, ROOM, **dict(options, min_leg_m=1.5)) is not graph
+    assert len(R._GRAPHS) <= R._GRAPHS_KEPT

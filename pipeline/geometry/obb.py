@@ -36,30 +36,24 @@ def _canonical_axis(direction: np.ndarray) -> np.ndarray:
     return d
 
 
-def hull_candidates(xy: np.ndarray) -> np.ndarray:
-    """The points of ``xy`` on or near its convex hull's boundary, in their original order (qhull, ``Qc``).
+def footprint_hull(xy: np.ndarray):
+    """GEOS's convex hull of 2-D points, given to GEOS as one coordinate sequence.
 
-    Shapely builds one Point geometry per input point before GEOS takes the hull, which for a wall or
-    a floor (tens of thousands of mesh vertices) cost most of a scan's box fitting. Points strictly
-    inside the hull cannot change it; boundary points that are not hull vertices (collinear along an
-    edge, which GEOS sees too) are kept by ``Qc``, so GEOS computes the same hull from these, to the bit
-    (checked on every object of generated scans and on 1000 random, gridded, quantised, duplicated and
-    collinear point sets). Degenerate sets qhull refuses (all collinear, too few) are returned whole.
+    ``MultiPoint(xy)`` makes shapely build one Point geometry per input point
+    before GEOS takes the hull, which for a wall or a floor (tens of thousands
+    of mesh vertices) cost most of a scan's box fitting. GEOS's hull reads only
+    the coordinates of its input, so a LineString through the same points in
+    the same order gives the same hull to the bit (checked on every object of
+    generated scans and on random, gridded, quantised, duplicated and collinear
+    point sets: ``tests/test_obb.py``) at a tenth of the cost. A LineString
+    needs two points; a single point keeps the MultiPoint.
     """
-    if len(xy) <= 8:
-        return xy
-    from scipy.spatial import ConvexHull, QhullError
-
-    try:
-        hull = ConvexHull(xy, qhull_options="Qc")
-    except (QhullError, ValueError):
-        return xy
-    return xy[np.union1d(hull.vertices, hull.coplanar[:, 0])]
+    return (shapely.linestrings(xy) if len(xy) >= 2 else MultiPoint(xy)).convex_hull
 
 
 def _footprint_rectangle(xy: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
     """Centre, unit long axis, long and short side of the minimum-area rectangle around 2-D points."""
-    hull = MultiPoint(hull_candidates(xy)).convex_hull
+    hull = footprint_hull(xy)
     rect = shapely.minimum_rotated_rectangle(hull)
     if rect.geom_type == "Point":
         return np.array(rect.coords[0], dtype=float), np.array([1.0, 0.0]), 0.0, 0.0

@@ -62,8 +62,20 @@ def alpha_shape(xy: np.ndarray, radius: float) -> Polygon | MultiPolygon:
     keep = (area > 0) & (circumradius <= radius)
     if not np.any(keep):
         return Polygon()
-    triangles = shapely.polygons(corners[keep])
-    return shapely.coverage_union_all(triangles)
+    return shapely.coverage_union_all([_triangle_multipolygon(corners[keep])])
+
+
+def _triangle_multipolygon(corners: np.ndarray) -> MultiPolygon:
+    """The (T, 3, 2) triangles as one MultiPolygon built straight from their coordinates.
+
+    ``shapely.polygons`` would make a Python geometry object per triangle (tens of thousands per scan)
+    only to have ``coverage_union_all`` collect them again; GEOS unions the MultiPolygon's triangles, in
+    the same order, to the same polygon, bit for bit (``tests/test_rooms.py``).
+    """
+    count = len(corners)
+    closed = np.concatenate([corners, corners[:, :1]], axis=1).reshape(-1, 2)  # rings repeat their first corner
+    offsets = (np.arange(0, 4 * count + 1, 4), np.arange(count + 1), np.array([0, count]))
+    return shapely.from_ragged_array(shapely.GeometryType.MULTIPOLYGON, closed, offsets)[0]
 
 
 def derive_scene_polygon(

@@ -38,6 +38,7 @@ valid ones with the caller's seeded generator.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -338,6 +339,33 @@ def _paths(graph: _SceneGraph, n_waypoints: int, rng: np.random.Generator) -> np
     return paths
 
 
+# Route questions use every object of the scan, not only the budget's visible ones, so each budget (and
+# profile) of a scan builds the same graph: it is kept for reuse, keyed by the exact boxes, labels, room
+# polygon and thresholds (the graph is read, never changed, by ``find_routes``).
+_GRAPHS: OrderedDict[tuple, _SceneGraph | None] = OrderedDict()
+_GRAPHS_KEPT = 4
+
+
+def _shared_scene_graph(boxes, labels, room_polygon, **options) -> _SceneGraph | None:
+    key = (
+        tuple(
+            (int(i), str(labels.get(int(i), "")), np.asarray(boxes[i].center, dtype=float).tobytes(),
+             np.asarray(boxes[i].extent, dtype=float).tobytes(), np.asarray(boxes[i].rotation, dtype=float).tobytes())
+            for i in sorted(boxes)
+        ),
+        None if room_polygon is None else shapely.to_wkb(room_polygon, include_srid=True),
+        tuple(sorted((name, float(value)) for name, value in options.items())),
+    )
+    if key in _GRAPHS:
+        _GRAPHS.move_to_end(key)
+        return _GRAPHS[key]
+    graph = _scene_graph(boxes, labels, room_polygon, **options)
+    _GRAPHS[key] = graph
+    while len(_GRAPHS) > _GRAPHS_KEPT:
+        _GRAPHS.popitem(last=False)
+    return graph
+
+
 def find_routes(
     boxes: Mapping[int, OrientedBox],
     labels: Mapping[int, str],
@@ -368,7 +396,7 @@ def find_routes(
     """
     if max_routes <= 0:
         return []
-    graph = _scene_graph(
+    graph = _shared_scene_graph(
         boxes, labels, room_polygon, turn_margin_deg=turn_margin_deg, walk_half_width_m=walk_half_width_m,
         min_leg_m=min_leg_m, room_tolerance_m=room_tolerance_m, obstacle_max_bottom_m=obstacle_max_bottom_m,
     )

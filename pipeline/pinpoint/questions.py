@@ -44,7 +44,8 @@ import polars as pl
 from pipeline import schemas
 from pipeline.pinpoint import templates as T
 from pipeline.pinpoint.config import PinpointConfig
-from pipeline.pinpoint.geometry import box_distance, box_of_row
+from pipeline.geometry.distance import obb_pair_distances
+from pipeline.pinpoint.geometry import box_of_row
 from pipeline.qa.ids import question_id
 from pipeline.seeding import rng, stable_int
 from pipeline.frames.video_paths import budget_video_path
@@ -69,6 +70,62 @@ def _pick(templates: dict[str, str], *parts: object) -> str:
     return names[stable_int("pinpoint-template", *parts) % len(names)]
 
 
+class ScanLookups:
+    """What every budget of one scan looks up the same way: built once per scan, shared by its budgets.
+
+    - each target's neighbour rows, nearest first (``shortest_distance``, then ``neighbor_id``): the rows a
+      per-call filter and sort of ``pinpoint_neighbors`` gave, without one polars query per question;
+    - per target, the closest instance of every other label by box-to-box distance (NRI distractors outside
+      the neighbourhood), in one batched ``obb_pair_distances`` call per target (the same per-pair arithmetic
+      as ``box_distance``, so the same floats: ``tests/test_pinpoint_questions.py``);
+    - the vocabulary labels absent from the scene (TPV negatives).
+    """
+
+    def __init__(self, objects: pl.DataFrame, neighbors: pl.DataFrame):
+        self.rows = {int(r["object_id"]): r for r in objects.iter_rows(named=True)}
+        self.boxes = {oid: box_of_row(r) for oid, r in self.rows.items()}
+        self._neighbor_rows: dict[int, list[dict]] = {}
+        for r in neighbors.sort(["target_id", "shortest_distance", "neighbor_id"]).iter_rows(named=True):
+            self._neighbor_rows.setdefault(int(r["target_id"]), []).append(r)
+        self._closest: dict[int, dict[str, tuple[float, int]]] = {}
+        self._absent: list[str] | None = None
+
+    def neighbor_rows(self, target_id: int) -> list[dict]:
+        """The target's ``pinpoint_neighbors`` rows sorted by (shortest_distance, neighbor_id)."""
+        return self._neighbor_rows.get(int(target_id), [])
+
+    def absent(self, labels: dict[int, str]) -> list[str]:
+        if self._absent is None:
+            self._absent = absent_labels(labels.values())
+        return self._absent
+
+    def closest_by_label(
+        self, target: dict, labels: dict[int, str], structural: set[int], cfg: PinpointConfig
+    ) -> dict[str, tuple[float, int]]:
+        """label -> (distance, object id) of its closest instance, over objects neither near nor excluded."""
+        tid = int(target["object_id"])
+        if tid in self._closest:
+            return self._closest[tid]
+        near_ids = {r["neighbor_id"] for r in self.neighbor_rows(tid)}
+        near_labels = {labels[i] for i in near_ids if i in labels}
+        excluded = set(cfg.questions.excluded_reference_labels) | {target["label"]} | near_labels
+        if target["support_label"] is not None:
+            excluded.add(target["support_label"])
+        candidates = [
+            oid for oid in self.rows
+            if not (oid == target["object_id"] or oid in structural or labels[oid] in excluded)
+        ]
+        tbox = self.boxes[tid]
+        distances = obb_pair_distances([tbox] * len(candidates), [self.boxes[oid] for oid in candidates]).tolist()
+        closest: dict[str, tuple[float, int]] = {}
+        for oid, d in zip(candidates, distances):
+            label = labels[oid]
+            if label not in closest or d < closest[label][0]:
+                closest[label] = (d, oid)
+        self._closest[tid] = closest
+        return closest
+
+
 class ScanQuestions:
     """Question rows of one scan for one budget."""
 
@@ -82,6 +139,7 @@ class ScanQuestions:
         visibility: pl.DataFrame,
         config: PinpointConfig,
         seed: int,
+        lookups: ScanLookups | None = None,
     ):
         self.key, self.budget, self.cfg, self.seed = key, budget, config, seed
         self.dataset, self.scene_id = key.split("/", 1)
@@ -92,6 +150,7 @@ class ScanQuestions:
         self.visible: set[int] = set(vis["object_id"].to_list())
         self.labels = {int(r["object_id"]): normalize_label(r["raw_label"]) for r in self.objects.iter_rows(named=True)}
         self.structural = {int(r["object_id"]) for r in self.objects.iter_rows(named=True) if r["structural"]}
+        self.lookups = lookups if lookups is not None else ScanLookups(self.objects, self.neighbors)
 
     # --- shared pieces -------------------------------------------------------------------------------
 
@@ -133,8 +192,7 @@ class ScanQuestions:
         if target["support_label"] is not None:
             excluded.add(target["support_label"])
         best: dict[str, Reference] = {}
-        rows = self.neighbors.filter(pl.col("target_id") == target["object_id"]).sort(["shortest_distance", "neighbor_id"])
-        for r in rows.iter_rows(named=True):
+        for r in self.lookups.neighbor_rows(target["object_id"]):
             label = r["neighbor_label"]
             if r["is_support"] or label in excluded or (exclude_contact and r["contact"]):
                 continue
@@ -155,7 +213,7 @@ class ScanQuestions:
             question = T.PRESENCE_QUESTIONS[name].format(a_target=T.with_article(t["label"]))
             geometry = {"present": True, "target_id": t["object_id"]}
             rows.append(self._row("presence", name, question, "Yes", [t["object_id"]], geometry=geometry))
-        absent = absent_labels(self.labels.values())
+        absent = self.lookups.absent(self.labels)
         n_neg = int(round(len(rows) * self.cfg.questions.tpv_negative_ratio))
         if n_neg > len(absent):
             rows = rows[: len(absent)]
@@ -178,8 +236,7 @@ class ScanQuestions:
         if len(refs) > 1 and refs[1].distance - answer.distance < q.nri_tie_margin:
             return None
         floor_d = answer.distance + q.nri_tie_margin
-        mine = self.neighbors.filter(pl.col("target_id") == target["object_id"])
-        touching = set(mine.filter(pl.col("contact"))["neighbor_label"].to_list())
+        touching = {r["neighbor_label"] for r in self.lookups.neighbor_rows(target["object_id"]) if r["contact"]}
         pool: dict[str, int] = {r.label: r.object_id for r in refs[1:] if r.distance >= floor_d and r.label not in touching}
         pool.update({k: v for k, v in self._far_distractors(target, floor_d).items() if k not in pool})
         labels = sorted(pool)
@@ -210,21 +267,7 @@ class ScanQuestions:
 
     def _far_distractors(self, target: dict, floor_d: float) -> dict[str, int]:
         """Labels of visible objects outside the neighbourhood whose every instance is provably farther than floor_d."""
-        near_ids = set(self.neighbors.filter(pl.col("target_id") == target["object_id"])["neighbor_id"].to_list())
-        near_labels = {self.labels[i] for i in near_ids if i in self.labels}
-        excluded = set(self.cfg.questions.excluded_reference_labels) | {target["label"]} | near_labels
-        if target["support_label"] is not None:
-            excluded.add(target["support_label"])
-        rows = {int(r["object_id"]): r for r in self.objects.iter_rows(named=True)}
-        tbox = box_of_row(rows[int(target["object_id"])])
-        closest: dict[str, tuple[float, int]] = {}
-        for oid, r in rows.items():
-            label = self.labels[oid]
-            if oid == target["object_id"] or oid in self.structural or label in excluded:
-                continue
-            d = box_distance(tbox, box_of_row(r))
-            if label not in closest or d < closest[label][0]:
-                closest[label] = (d, oid)
+        closest = self.lookups.closest_by_label(target, self.labels, self.structural, self.cfg)
         return {label: oid for label, (d, oid) in closest.items() if d >= floor_d and self._visible_ok(oid)}
 
     def free_form(self, target: dict) -> dict | None:
@@ -348,7 +391,8 @@ def generate_questions(
     """``qa_candidates`` rows (profile ``pinpointqa``) of one scan for every budget; ``split`` is left null."""
     cfg = config or PinpointConfig()
     rows: list[dict] = []
+    lookups = ScanLookups(objects.filter(pl.col("key") == key).sort("object_id"), neighbors.filter(pl.col("key") == key))
     for budget in budgets or cfg.questions.budgets:
-        rows += ScanQuestions(key, budget, targets, neighbors, objects, visibility, cfg, seed).all()
+        rows += ScanQuestions(key, budget, targets, neighbors, objects, visibility, cfg, seed, lookups=lookups).all()
     frame = schemas.from_rows("qa_candidates", rows)
     return frame.sort(["budget", "question_type", "id"])

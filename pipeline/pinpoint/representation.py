@@ -47,12 +47,23 @@ def _labelled(geom: ObjectGeometry, labels: tuple[str, ...]) -> bool:
 
 
 def _same_support(
-    other: ObjectGeometry, support: ObjectGeometry | None, support_top: float | None, is_support: bool, cfg: PinpointConfig
+    other: ObjectGeometry, support: ObjectGeometry | None, support_top: float | None, is_support: bool, cfg: PinpointConfig,
+    resting: dict[tuple[int, int], float | None] | None = None,
 ) -> bool:
-    """The neighbour stands on the target's support at the same height (same board of a shelf)."""
+    """The neighbour stands on the target's support at the same height (same board of a shelf).
+
+    ``resting`` keeps each (object, surface) resting height of the scan: neighbours of several targets on the
+    same support ask for the same one (it depends on the two objects only).
+    """
     if support is None or is_support or support_top is None:
         return False
-    height = resting_height(other, support, cfg)
+    pair = (other.object_id, support.object_id)
+    if resting is not None and pair in resting:
+        height = resting[pair]
+    else:
+        height = resting_height(other, support, cfg)
+        if resting is not None:
+            resting[pair] = height
     return height is not None and abs(height - support_top) <= cfg.representation.same_level_dz
 
 
@@ -87,6 +98,7 @@ def build_representation(
     centroids = np.array([g.centroid for g in others]) if others else np.empty((0, 3))
     target_rows: list[dict] = []
     neighbor_rows: list[dict] = []
+    resting: dict[tuple[int, int], float | None] = {}
     for target in eligible_targets(geoms):
         samples = target.footprint_samples(rep.footprint_samples, rep.footprint_shrink)
         ring = target.footprint_samples(rep.footprint_samples, rep.footprint_shrink, rep.support_search_margin)
@@ -121,7 +133,7 @@ def build_representation(
                 rests_on_neighbor=p.overlaps and p.gap is not None and abs(p.gap) <= cfg.support.rest_gap,
                 over_neighbor=p.overlaps,
                 neighbor_covers=p.covers,
-                same_support=_same_support(g, support_geom, support_top, is_support, cfg),
+                same_support=_same_support(g, support_geom, support_top, is_support, cfg, resting),
                 neighbor_vertical=_labelled(g, cfg.relations.vertical_labels),
                 target_attachable=_labelled(target, cfg.relations.attachable_labels),
             )

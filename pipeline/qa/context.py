@@ -113,6 +113,10 @@ class BudgetContext:
             return np.zeros((0, 0))
         return obb_distance_matrix(boxes, boxes)
 
+    def index_of(self, inst: Instance) -> int:
+        """Row and column of a visible instance in ``distances``."""
+        return self._index[inst.object_id]
+
     def distance(self, a: Instance, b: Instance) -> float:
         return float(self.distances[self._index[a.object_id], self._index[b.object_id]])
 
@@ -123,4 +127,8 @@ class BudgetContext:
         return float(row[self._index[best.object_id]]), best
 
     def video_path(self) -> str:
+        return self._video_path
+
+    @cached_property
+    def _video_path(self) -> str:
         return budget_video_path(self.budget, self.key)

@@ -13,12 +13,13 @@ labels of the question's mode.
 
 from __future__ import annotations
 
-import itertools
+from collections import OrderedDict
 
 import numpy as np
+import shapely
 
-from pipeline.geometry.direction import MODES, direction_table
-from pipeline.geometry.footprint import box_footprint
+from pipeline.geometry.direction import MODES, DirectionTable, direction_table
+from pipeline.geometry.footprint import box_footprints
 from pipeline.qa.context import BudgetContext
 from pipeline.qa.ground_truth import Question
 from pipeline.qa.profiles import TaskRule
@@ -48,7 +49,10 @@ def rel_direction(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
         for inst in ctx.unique_visible()
         if not rule.excludes(inst.category) and (max_xy is None or float(max(inst.box.xy_extent)) <= float(max_xy))
     ]
-    footprints = {inst.object_id: box_footprint(inst.box) for inst in objects} if min_footprint is not None else {}
+    footprints = (
+        dict(zip([inst.object_id for inst in objects], box_footprints([inst.box for inst in objects])))
+        if min_footprint is not None and objects else {}
+    )
     # Triples are visited in a seeded order and the search stops after `candidates_per_scene` valid questions:
     # a large scan has ~n³ triples and the dataset-wide step keeps only a few per scene anyway. With
     # `per_class_candidates` a class that has that many stops taking more, so rare answers ("back") are
@@ -59,18 +63,18 @@ def rel_direction(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
     taken = {label: 0 for label in labels}
     # Every ordered triple's answer at once (bit-identical to ``direction_answer`` per triple, a few ms instead of
     # ~0.1 ms per triple visited); the visit order and the stopping rule below are unchanged.
-    table = direction_table(
-        [inst.box for inst in objects], backward, mode, margin_deg=margin, max_corner_outliers=max_corners
-    )
+    table = _shared_direction_table([inst.box for inst in objects], backward, mode, margin, max_corners)
     n = len(objects)
-    triples = np.array(list(itertools.permutations(range(n), 3)), dtype=np.int64).reshape(-1, 3)
+    triples = ordered_triples(n)
     order = rng(ctx.seed, "rel_direction", ctx.key, ctx.budget, rule.question_type).permutation(len(triples))
     # Which triples pass the separation and footprint thresholds and have an answer, decided for all at once
     # over pair matrices (the same float values as one ``ctx.distance`` / shapely call per visited pair); the
     # visiting order and the stopping rule are unchanged, so the same questions come out.
     visit = triples[order]
     ia, ib, ic = visit[:, 0], visit[:, 1], visit[:, 2]
-    dist = np.array([[ctx.distance(x, y) if x is not y else 0.0 for y in objects] for x in objects]).reshape(n, n)
+    at = np.array([ctx.index_of(inst) for inst in objects], dtype=np.int64)
+    dist = ctx.distances[np.ix_(at, at)].reshape(n, n)  # the values ctx.distance gives, read in one step
+    dist[np.arange(n), np.arange(n)] = 0.0
     ab, ac, bc = dist[ia, ib], dist[ia, ic], dist[ib, ic]
     keep = np.minimum(np.minimum(ab, ac), bc) >= min_pair
     if max_pair is not None:
@@ -78,10 +82,20 @@ def rel_direction(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
     floor_of: dict[tuple[int, int], float] = {}
     if footprints:
         polygons = [footprints[inst.object_id] for inst in objects]
-        pairs_needed = np.unique(np.concatenate([visit[keep][:, [0, 1]], visit[keep][:, [0, 2]], visit[keep][:, [1, 2]]]), axis=0)
+        # The distinct (x, y) pairs of the kept triples in lexicographic order, as ``np.unique(..., axis=0)``
+        # gives them, from an n x n mask instead of a row sort.
+        needed = np.zeros((n, n), dtype=bool)
+        kept = visit[keep]
+        for x, y in ((0, 1), (0, 2), (1, 2)):
+            needed[kept[:, x], kept[:, y]] = True
+        pairs_needed = np.argwhere(needed).astype(np.int64).reshape(-1, 2)
         floor = np.full((n, n), np.inf)
-        for x, y in pairs_needed.tolist():
-            floor[x, y] = floor_of[(x, y)] = polygons[x].distance(polygons[y])
+        if len(pairs_needed):  # one vectorised GEOS call: the same distance per pair as polygon.distance
+            polygons = np.asarray(polygons, dtype=object)
+            floor[pairs_needed[:, 0], pairs_needed[:, 1]] = shapely.distance(
+                polygons[pairs_needed[:, 0]], polygons[pairs_needed[:, 1]]
+            )
+            floor_of.update(zip(map(tuple, pairs_needed.tolist()), floor[pairs_needed[:, 0], pairs_needed[:, 1]].tolist()))
         keep &= np.minimum(np.minimum(floor[ia, ib], floor[ia, ic]), floor[ib, ic]) >= float(min_footprint)
     keep &= table.label_index[ia, ib, ic] >= 0
     questions = []
@@ -118,3 +132,37 @@ def rel_direction(ctx: BudgetContext, rule: TaskRule) -> list[Question]:
             )
         )
     return questions
+
+
+def ordered_triples(n: int) -> np.ndarray:
+    """(n(n-1)(n-2), 3) every ordered triple of distinct indices, in ``itertools.permutations`` order."""
+    grid = np.indices((n, n, n)).reshape(3, -1).T  # lexicographic, as permutations of range(n) come
+    distinct = (grid[:, 0] != grid[:, 1]) & (grid[:, 0] != grid[:, 2]) & (grid[:, 1] != grid[:, 2])
+    return np.ascontiguousarray(grid[distinct], dtype=np.int64).reshape(-1, 3)
+
+
+# Budgets of a scan (and the two profiles) mostly see the same unique objects and ask with the same
+# thresholds, so the same direction table comes up several times per scan: it is kept for reuse, keyed
+# by the boxes' exact values and the parameters (the table is read, never changed, by its users).
+_TABLES: OrderedDict[tuple, DirectionTable] = OrderedDict()
+_TABLES_KEPT = 8
+
+
+def _shared_direction_table(boxes, backward: bool, mode: str, margin: float, max_corners: int) -> DirectionTable:
+    key = (
+        tuple(
+            np.asarray(b.center, dtype=float).tobytes() + np.asarray(b.extent, dtype=float).tobytes()
+            + np.asarray(b.rotation, dtype=float).tobytes()
+            for b in boxes
+        ),
+        bool(backward), mode, float(margin), int(max_corners),
+    )
+    table = _TABLES.get(key)
+    if table is None:
+        table = direction_table(boxes, backward, mode, margin_deg=margin, max_corner_outliers=max_corners)
+        _TABLES[key] = table
+        while len(_TABLES) > _TABLES_KEPT:
+            _TABLES.popitem(last=False)
+    else:
+        _TABLES.move_to_end(key)
+    return table

@@ -10,6 +10,7 @@ counterpart's text.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 
@@ -42,9 +43,12 @@ def unit_draws(seed: int, purpose: str, qids: Iterable[object]) -> list[float]:
     return [value / _TWO_64 for value in stable_ints(seed, purpose, qids)]
 
 
+@functools.lru_cache(maxsize=1 << 16, typed=True)
 def presentation_key(*parts: object) -> int:
     """Seed-independent order for presentation choices (which object is named first).
 
-    Question text enters the id, so anything that shapes the text must not depend on the seed.
+    Question text enters the id, so anything that shapes the text must not depend on the seed. Kept per
+    parts: every budget and option set of a scan asks for the same (scan, anchor, category) keys again
+    (``typed``, so ``1`` and ``True``, which print differently, are told apart).
     """
     return stable_int("presentation", *parts)

@@ -121,7 +121,7 @@ def load_profile(name_or_path: str) -> Profile:
         known = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
         raise ConfigError(f"{path}: no question profile {name_or_path!r}; known: {known}")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: same data, 8x less CPU
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}".splitlines()[0]) from None
     if not isinstance(raw, dict) or not isinstance(raw.get("tasks"), dict):

@@ -190,6 +190,15 @@ def integer_ids(values, key: str, file: str, what: str) -> np.ndarray:
     """A JSON list of non-negative integer ids as int64; strings, floats, booleans, negatives and overflow refused."""
     if not isinstance(values, list):
         raise ScanError(key, file, f"{what} is {type(values).__name__}, expected a list of integers")
+    # Fast path (a ScanNet mesh lists one segment id per vertex, hundreds of thousands): every element an
+    # exact int (not bool, not float) that fits int64 and is not negative; else the loop names the first bad one.
+    if all(t is int for t in set(map(type, values))):
+        try:
+            ids = np.asarray(values, dtype=np.int64)
+        except OverflowError:
+            ids = None
+        if ids is not None and (not len(ids) or int(ids.min()) >= 0):
+            return ids
     for n, v in enumerate(values):
         if type(v) is not int or not 0 <= v <= MAX_ID:
             kind = type(v).__name__ if type(v) is not int else ("negative" if v < 0 else "larger than 2^63-1")

@@ -156,9 +156,10 @@ def run_gate(
     views = build_views(tables, min_questions_for_distribution=min_questions_for_distribution)
     suites = [s for s in build_suites(frequency_ceiling, letter_tolerance) if s.table in views]
     report = GateReport(success=True)
-    with older_objects_frozen():  # GX's import and validation make many objects: collect only those
+    with older_objects_frozen() as heap:  # GX's import and validation make many objects: collect only those
         ctx = _context()
         gx = import_great_expectations()
+        heap.freeze_now()  # GX's modules stay: the validations' collections walk only their own objects
         source = ctx.data_sources.add_pandas("scan2qa")
         for suite in suites:
             results, validation = _run_suite(gx, ctx, source, suite, views[suite.table])

@@ -45,3 +45,28 @@ def test_garbage_made_before_is_collected_after():
         assert ref() is not None  # frozen: not collected inside
     gc.collect()
     assert ref() is None and freed
+
+
+def test_freeze_now_adds_the_objects_made_since_entry():
+    with older_objects_frozen() as heap:
+        first = gc.get_freeze_count()
+        kept = [[] for _ in range(1000)]  # noqa: F841
+        heap.freeze_now()
+        assert gc.get_freeze_count() >= first + 1000
+    assert gc.get_freeze_count() == 0
+
+
+def test_the_collector_is_paused_inside_and_restored_after():
+    from expectations.gc_freeze import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # it was off before: left off
+    finally:
+        gc.enable()

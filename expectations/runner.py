@@ -160,9 +160,12 @@ def run_gate(
         ctx = _context()
         gx = import_great_expectations()
         heap.freeze_now()  # GX's modules stay: the validations' collections walk only their own objects
-        source = ctx.data_sources.add_pandas("scan2qa")
+        # One dataframe asset for every view: each suite's batch carries its own view. An asset per table cost
+        # an asset and a batch definition per suite, each re-serialising the context's datasource config.
+        views_asset = ctx.data_sources.add_pandas("scan2qa").add_dataframe_asset(name="released_table_views")
+        whole_view = views_asset.add_batch_definition_whole_dataframe("whole_view")
         for suite in suites:
-            results, validation = _run_suite(gx, ctx, source, suite, views[suite.table])
+            results, validation = _run_suite(gx, whole_view, suite, views[suite.table])
             report.results.extend(results)
             report.validations.append(validation)
     report.success = all(r.success for r in report.results)
@@ -180,13 +183,10 @@ def _gx_expectation(gx, rule: Rule, check: RuleCheck, rows: int, sample: int):
     return getattr(gx.expectations, rule.expectation)(**rule.kwargs, meta=meta, description=rule.meaning or None)
 
 
-def _run_suite(gx, ctx, source, suite: Suite, view: pl.DataFrame) -> tuple[list[RuleResult], SuiteValidation]:
+def _run_suite(gx, whole_view, suite: Suite, view: pl.DataFrame) -> tuple[list[RuleResult], SuiteValidation]:
     checks = {rule.name: check_rule(rule, view) for rule in suite.rules}
     sample = bounded_rows(view, suite.rules, checks)
-    asset = source.add_dataframe_asset(name=suite.table)
-    batch = asset.add_batch_definition_whole_dataframe(f"{suite.table}_whole").get_batch(
-        batch_parameters={"dataframe": _to_pandas(sample)}
-    )
+    batch = whole_view.get_batch(batch_parameters={"dataframe": _to_pandas(sample)})
     # The suite is built whole and validated on the batch directly: adding expectations one by one to a suite
     # in the context's store re-serialised the whole suite each time, and a Checkpoint adds stores, freshness
     # checks and a run record around the same validator call. The results are the same objects.

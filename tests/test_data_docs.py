@@ -59,3 +59,20 @@ def test_pages_are_the_same_for_the_same_tables(tmp_path):
     run_gate(_tables(), docs_dir=str(b))
     pages = sorted(p.relative_to(a) for p in a.rglob("*.html"))
     assert pages and all((a / p).read_bytes() == (b / p).read_bytes() for p in pages)
+
+
+def test_the_result_format_the_gate_asks_for_gives_the_pages_complete_gives(tmp_path, monkeypatch):
+    """GX computes less with ``RESULT_FORMAT`` than with COMPLETE; every page must read the same (clean and broken)."""
+    from expectations import runner
+
+    broken = _tables()
+    broken["qa"] = broken["qa"].with_columns(pl.when(pl.col("id") == "q1").then(None).otherwise(pl.col("question")).alias("question"))
+    broken["objects"] = broken["objects"].drop("raw_label")  # a rule on a missing column: GX raises
+    for name, tables in {"clean": _tables(), "broken": broken}.items():
+        sites = {}
+        for result_format in (runner.RESULT_FORMAT, "COMPLETE"):
+            monkeypatch.setattr(runner, "RESULT_FORMAT", result_format)
+            run_gate(tables, docs_dir=str(tmp_path / name / result_format))
+            sites[result_format] = {p.relative_to(tmp_path / name / result_format): p.read_bytes()
+                                    for p in (tmp_path / name / result_format).rglob("*.html")}
+        assert sites["COMPLETE"] and sites[runner.RESULT_FORMAT] == sites["COMPLETE"], name

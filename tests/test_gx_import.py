@@ -15,6 +15,8 @@ for name in ("altair", "scipy.stats", "sqlalchemy", "boto3", "botocore"):
     assert name not in sys.modules, name  # neither loaded nor left as a stand-in or a hidden entry
 import scipy.stats, sqlalchemy  # the rest of the process imports them as usual
 assert type(scipy.stats) is type(sys) and hasattr(sqlalchemy, "create_engine")
+import gc
+assert gc.isenabled() and gc.get_freeze_count() == 0  # the collector as it was
 print("ok")
 """
 

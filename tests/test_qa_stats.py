@@ -64,3 +64,15 @@ def test_stats_command_prints_text_and_json(qa, tmp_path, capsys):
 def test_stats_missing_table_is_a_one_line_error(tmp_path, capsys):
     assert main(["stats", "--qa", str(tmp_path / "absent.parquet")]) == 1
     assert "no qa table" in capsys.readouterr().err
+
+
+def test_baselines_alone_are_the_full_stats_baselines(qa):
+    """The report's baseline table reads ``describe=False`` stats: the same baselines, without the distributions."""
+    from pipeline.qa.stats import baseline_rows
+
+    full = compute_stats(qa)["types"]
+    alone = compute_stats(qa, describe=False)["types"]
+    assert [{k: e[k] for k in a} for e, a in zip(full, alone)] == alone and len(full) == len(alone)
+    assert all("random_baseline" not in a and "answers" not in a and "letters" not in a for a in alone)
+    assert {"frequency_baseline", "content_frequency_baseline", "frequency_answer"} <= set(alone[0])
+    assert [r["frequency"] for r in baseline_rows(qa)] == [e["frequency_baseline"] for e in full]

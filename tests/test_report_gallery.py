@@ -124,3 +124,33 @@ def test_scan_warnings_are_counted_and_shown():
     assert "pose/3.txt: not finite, frame skipped" in html
     tables["scans"] = tables["scans"].with_columns(warnings=pl.lit([], dtype=pl.List(pl.String)))
     assert "None of the 1 scans has a warning" in _render(tables)
+
+
+def test_frames_read_in_any_order_are_the_frames_a_fresh_seek_reads(tmp_path):
+    """The gallery decodes each video forward in rank order; every frame must equal an open-and-seek read of it."""
+    import cv2
+    import numpy as np
+
+    from pipeline.release.report import VideoFrames
+
+    path = tmp_path / "v.mp4"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 4.0, (64, 48))
+    rng = np.random.default_rng(0)
+    for _ in range(40):  # noisy frames, so predicted frames differ from their keyframe
+        writer.write(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
+    writer.release()
+
+    def fresh(rank):
+        cap = cv2.VideoCapture(str(path))
+        cap.set(cv2.CAP_PROP_POS_FRAMES, rank)
+        ok, frame = cap.read()
+        cap.release()
+        return frame
+
+    for ranks in ([0, 1, 5, 13, 14, 30, 39], [39, 2, 2, 27, 3, 26, 0], list(range(40))):
+        frames = VideoFrames()
+        try:
+            for rank in ranks:
+                assert np.array_equal(frames.read(path, rank), fresh(rank)), (ranks, rank)
+        finally:
+            frames.close()

@@ -99,8 +99,34 @@ def _drops_by_group(drops: pl.DataFrame | None) -> dict[tuple, list[str]]:
     return out
 
 
-def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None) -> dict:
-    """Everything ``scan2qa stats`` prints, as one JSON-able object; ``drops``: the distribution record."""
+def _description(kind: str, ground_truths: list[str], contents: list[str], options: list[list[str]]) -> dict:
+    """How a type's answers are spread (letters and texts, values or a histogram), for the stats printout."""
+    if kind == "mcq":
+        letters = Counter(ground_truths)
+        texts = Counter(contents)
+        top_text, top_count = min(texts.items(), key=lambda kv: (-kv[1], kv[0]))
+        return {
+            "letters": {k: letters[k] for k in sorted(letters)},
+            "max_letter_deviation_points": _max_letter_deviation(letters, [len(o) for o in options]),
+            "text_mode": top_text,
+            "text_mode_share": round(top_count / len(ground_truths), 4),
+        }
+    if kind == "nq":
+        numbers = [v for v in (finite_float(g) for g in ground_truths) if v is not None]
+        return {"answers": _numeric_distribution(numbers), "best_constant_baseline": best_constant_score(numbers)}
+    if kind == "yesno":
+        return {"answers": {"values": dict(sorted(Counter(ground_truths).items()))}}
+    # free text (fsd) and JSON (ssp): described, never read as numbers
+    return {"answers": {"distinct": len(set(ground_truths)), "format": "json" if kind == "ssp" else "text"}}
+
+
+def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None, *, describe: bool = True) -> dict:
+    """Everything ``scan2qa stats`` prints, as one JSON-able object; ``drops``: the distribution record.
+
+    ``describe=False`` gives per type only its baselines (frequency and content, before and after the
+    distribution control) and counts, which are all the report's baseline table reads: the answer
+    distributions and the random and best-constant baselines (MRA expectations, most of the cost) are left out.
+    """
     qa = qa.with_columns(pl.col("video_kind").fill_null("real"))
     frequency = {
         tuple(r[c] for c in GROUP): r for r in frequency_baseline(qa, by=GROUP).iter_rows(named=True)
@@ -114,26 +140,11 @@ def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None) -> dict:
         options = [list(o or []) for o in group["options"].to_list()]
         kind = _kind(question_type, options)
         entry = {**values, "questions": group.height, "kind": kind}
-        contents = ground_truths
-        if kind == "mcq":
-            letters = Counter(ground_truths)
-            contents = [_correct_text(o, g) for o, g in zip(options, ground_truths)]
-            texts = Counter(contents)
-            top_text, top_count = min(texts.items(), key=lambda kv: (-kv[1], kv[0]))
-            entry["letters"] = {k: letters[k] for k in sorted(letters)}
-            entry["max_letter_deviation_points"] = _max_letter_deviation(letters, [len(o) for o in options])
-            entry["text_mode"] = top_text
-            entry["text_mode_share"] = round(top_count / group.height, 4)
-        elif kind == "nq":
-            numbers = [v for v in (finite_float(g) for g in ground_truths) if v is not None]
-            entry["answers"] = _numeric_distribution(numbers)
-            entry["best_constant_baseline"] = best_constant_score(numbers)
-        elif kind == "yesno":
-            entry["answers"] = {"values": dict(sorted(Counter(ground_truths).items()))}
-        else:  # free text (fsd) and JSON (ssp): described, never read as numbers
-            entry["answers"] = {"distinct": len(set(ground_truths)), "format": "json" if kind == "ssp" else "text"}
+        contents = [_correct_text(o, g) for o, g in zip(options, ground_truths)] if kind == "mcq" else ground_truths
+        if describe:
+            entry.update(_description(kind, ground_truths, contents, options))
+            entry["random_baseline"] = chance_score(question_type, ground_truths, options)
         freq = frequency.get(tuple(values[c] for c in GROUP))
-        entry["random_baseline"] = chance_score(question_type, ground_truths, options)
         entry["frequency_answer"] = freq["answer"] if freq else None
         entry["frequency_baseline"] = freq["score"] if freq else None
         if kind in ("mcq", "nq"):
@@ -146,6 +157,8 @@ def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None) -> dict:
         else:
             entry["content_frequency_baseline"] = entry["frequency_baseline"]
         groups.append(entry)
+    if not describe:
+        return {"questions": qa.height, "types": groups}
     tasks: dict[tuple, dict] = {}
     for entry in groups:
         k = (entry["profile"], entry["budget"], entry["video_kind"], task_of(entry["question_type"]))
@@ -190,7 +203,7 @@ def baseline_rows(qa: pl.DataFrame, drops: pl.DataFrame | None = None) -> list[d
             "frequency": e["frequency_baseline"], "content": e["content_frequency_baseline"],
             "before": e.get("content_frequency_before_control"),
         }
-        for e in compute_stats(qa, drops)["types"]
+        for e in compute_stats(qa, drops, describe=False)["types"]
     ]
 
 

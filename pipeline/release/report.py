@@ -21,6 +21,7 @@ import base64
 import html
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import cv2
@@ -141,23 +142,11 @@ def answerability_table(qa: pl.DataFrame, object_visibility: pl.DataFrame) -> st
     )
 
 
-def _read_frame(video: Path, rank: int, frames: VideoFrames | None = None) -> np.ndarray | None:
-    if frames is not None:
-        return frames.read(video, rank)
-    cap = cv2.VideoCapture(str(video))
-    try:
-        cap.set(cv2.CAP_PROP_POS_FRAMES, rank)
-        ok, frame = cap.read()
-        return frame if ok else None
-    finally:
-        cap.release()
-
-
 class VideoFrames:
-    """Frames of the gallery's videos, each video opened once for the whole report.
+    """Frames of videos kept open, decoded forward where possible (``shoot`` asks for a video's frames in rank order).
 
     Opening a video and seeking (decoding from the keyframe before the frame) for every shown frame was
-    most of the report's cost. Here each video stays open; a frame a few frames ahead of the last one read
+    most of the report's cost. Here the video stays open; a frame a few frames ahead of the last one read
     is reached by decoding forward, any other by a seek, so the decoded pixels are the same as a fresh
     open-and-seek gives (the decoder is deterministic and starts from the same keyframe or continues
     the same stream).
@@ -190,6 +179,26 @@ class VideoFrames:
         self._open.clear()
 
 
+@dataclass
+class Shot:
+    """One frame a gallery item shows: which video frame, its alt text, and the boxes drawn on it."""
+
+    video: Path
+    rank: int
+    alt: str
+    boxes: list[tuple[int, tuple[int, int, int, int], tuple[int, int, int]]] = field(default_factory=list)
+    uri: str | None = None  # the drawn frame as a data URI, once shot; None: the frame could not be read
+
+
+@dataclass
+class GalleryItem:
+    row: dict
+    used: list[int]
+    video: Path | None
+    caption: str = ""
+    shots: list[Shot] = field(default_factory=list)
+
+
 def _frame_uri(image: np.ndarray) -> str:
     ok, buf = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 80])
     return "data:image/jpeg;base64," + base64.b64encode(buf.tobytes()).decode() if ok else ""
@@ -211,7 +220,7 @@ def _legend(used: list[int], labels: dict[tuple[str, int], str], key: str, boxed
     return f'<div class="legend"><b>Boxes:</b>{"".join(items)}</div>' if items else ""
 
 
-def _room_frames(video: Path, max_frames: int, frames: VideoFrames | None = None) -> list[str]:
+def _room_shots(video: Path, max_frames: int) -> list[Shot]:
     """A few evenly spaced frames of a video (first, middle, ...), for a question about the room itself."""
     cap = cv2.VideoCapture(str(video))
     try:
@@ -219,32 +228,24 @@ def _room_frames(video: Path, max_frames: int, frames: VideoFrames | None = None
     finally:
         cap.release()
     ranks = sorted({int(r) for r in np.linspace(0, max(count - 1, 0), num=min(2, max_frames, max(count, 1)))})
-    images = []
-    for rank in ranks:
-        image = _read_frame(video, rank, frames)
-        if image is not None:
-            images.append(f'<img alt="frame {rank} of the video" src="{_frame_uri(image)}">')
-    return images
+    return [Shot(video, rank, f"frame {rank} of the video") for rank in ranks]
 
 
-def _gallery_item(
+def plan_item(
     row: dict,
     video_file: VideoFile,
     frame_samples: pl.DataFrame,
     visibility: pl.DataFrame,
     max_frames: int,
-    labels: dict[tuple[str, int], str] | None = None,
-    frames: VideoFrames | None = None,
-) -> str:
+) -> GalleryItem:
+    """Which frames a sample question shows and the boxes drawn on them; nothing is decoded yet."""
     used = list(row["used_obj_ids"] or [])
-    images = []
-    boxed: set[int] = set()
-    caption = ""
     real = row["video_kind"] == "real"
     video = video_file(row["video"]) if real and row["video"] else None
+    item = GalleryItem(row, used, video)
     if video is not None and not used:
-        images = _room_frames(video, max_frames, frames)
-        caption = ROOM_CAPTION if row["question_type"].startswith("room_size") else NO_OBJECT_CAPTION
+        item.shots = _room_shots(video, max_frames)
+        item.caption = ROOM_CAPTION if row["question_type"].startswith("room_size") else NO_OBJECT_CAPTION
     elif video is not None:
         samples = frame_samples.filter((pl.col("key") == row["key"]) & (pl.col("budget") == row["budget"]))
         rank_of = dict(zip(samples["frame_index"].to_list(), samples["rank"].to_list()))
@@ -259,16 +260,49 @@ def _gallery_item(
             .to_list()
         )
         for frame_index in sorted(set(best))[:max_frames]:
-            image = _read_frame(video, rank_of[frame_index], frames)
-            if image is None:
-                continue
-            for obj in seen.filter(pl.col("frame_index") == frame_index).iter_rows(named=True):
-                x0, y0, x1, y1 = obj["bbox"]
-                colour = BOX_COLOURS[used.index(obj["object_id"]) % len(BOX_COLOURS)]
-                cv2.rectangle(image, (x0, y0), (x1, y1), colour, 2)
-                cv2.putText(image, str(obj["object_id"]), (x0 + 3, y0 + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, colour, 1)
-                boxed.add(obj["object_id"])
-            images.append(f'<img alt="frame {frame_index}" src="{_frame_uri(image)}">')
+            boxes = [
+                (obj["object_id"], tuple(obj["bbox"]), BOX_COLOURS[used.index(obj["object_id"]) % len(BOX_COLOURS)])
+                for obj in seen.filter(pl.col("frame_index") == frame_index).iter_rows(named=True)
+            ]
+            item.shots.append(Shot(video, rank_of[frame_index], f"frame {frame_index}", boxes))
+    return item
+
+
+def shoot(shots: list[Shot]) -> None:
+    """Decode, draw and encode every shot, video by video in frame order (``Shot.uri``).
+
+    Each video is decoded once, forward, in rank order, whatever order the
+    questions show its frames in; a frame two questions show is decoded once
+    and drawn on a copy for each.
+    """
+    by_video: dict[str, list[Shot]] = {}
+    for shot in shots:
+        by_video.setdefault(str(shot.video), []).append(shot)
+    for video, group in by_video.items():
+        frames = VideoFrames()
+        try:
+            last: tuple[int, np.ndarray | None] | None = None
+            for shot in sorted(group, key=lambda s: s.rank):
+                if last is None or last[0] != shot.rank:
+                    last = (shot.rank, frames.read(Path(video), shot.rank))
+                if last[1] is None:
+                    continue
+                image = last[1].copy()
+                for object_id, (x0, y0, x1, y1), colour in shot.boxes:
+                    cv2.rectangle(image, (x0, y0), (x1, y1), colour, 2)
+                    cv2.putText(image, str(object_id), (x0 + 3, y0 + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, colour, 1)
+                shot.uri = _frame_uri(image)
+        finally:
+            frames.close()
+
+
+def render_item(item: GalleryItem, labels: dict[tuple[str, int], str] | None = None) -> str:
+    """A sample question with its shot frames (``shoot`` first), its options, answer and box legend."""
+    row, used, video, caption = item.row, item.used, item.video, item.caption
+    real = row["video_kind"] == "real"
+    shown = [shot for shot in item.shots if shot.uri is not None]
+    images = [f'<img alt="{shot.alt}" src="{shot.uri}">' for shot in shown]
+    boxed = {object_id for shot in shown for object_id, _, _ in shot.boxes}
     options = "<br>".join(_esc(o) for o in (row["options"] or []))
     if not real:
         missing = f"a dummy ({row['video_kind']}) video: the evidence is left out on purpose, so no frame is shown"
@@ -430,12 +464,9 @@ def render_report(
         shown_objects = objects.filter(pl.col("key").is_in(shown))
         labels = dict(zip(zip(shown_objects["key"].to_list(), shown_objects["object_id"].to_list()),
                           shown_objects["category"].to_list()))
-    frames = VideoFrames()
-    try:
-        for row in samples:
-            parts.append(_gallery_item(row, video_file, frame_samples, visibility, frames_per_question, labels, frames))
-    finally:
-        frames.close()
+    items = [plan_item(row, video_file, frame_samples, visibility, frames_per_question) for row in samples]
+    shoot([shot for item in items for shot in item.shots])
+    parts.extend(render_item(item, labels) for item in items)
     parts.append("</body></html>")
     return "".join(parts)
 

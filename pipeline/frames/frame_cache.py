@@ -27,6 +27,8 @@ from collections.abc import Callable, Hashable, Sequence
 import numpy as np
 import polars as pl
 
+from pipeline.frames.image_locations import image_locations
+
 MAX_BYTES = 256 * 1024 * 1024  # ~270 frames of 640x480 BGR
 
 Identity = Callable[[int], Hashable | None]
@@ -37,31 +39,19 @@ def local_image_identity(key: str, scan_dir: str | None, frames: pl.DataFrame) -
     if not scan_dir or ("://" in str(scan_dir) and not str(scan_dir).startswith("file://")):
         return lambda index: None
     root = os.path.abspath(str(scan_dir).removeprefix("file://"))
-    rows = frames.filter(pl.col("key") == key) if "key" in frames.columns else frames
-    if "image_file" not in rows.columns:
-        return lambda index: None
-    where = {
-        int(index): (str(file), int(member), int(width), int(height))
-        for index, file, member, width, height in zip(
-            rows["frame_index"].to_list(),
-            rows["image_file"].fill_null("").to_list(),
-            rows["image_member"].fill_null(-1).to_list(),
-            rows["width"].to_list(),
-            rows["height"].to_list(),
-        )
-        if file
-    }
+    where = image_locations(key, frames)
 
     def identity(index: int) -> Hashable | None:
         found = where.get(int(index))
         if found is None:
             return None
-        path = os.path.join(root, found[0])
+        file, member, size = found
+        path = os.path.join(root, file)
         try:
             stat = os.stat(path)
         except OSError:
             return None
-        return (key, path, *found[1:], stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_dev)
+        return (key, path, member, size, stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_dev)
 
     return identity
 

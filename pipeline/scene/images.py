@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.errors import ScanError
+from pipeline.frames.image_locations import image_locations
 from pipeline.storage import local_file_getter, upath
 
 CONTAINER_SUFFIXES = {".sens": "sens", ".mp4": "video", ".mkv": "video", ".mov": "video", ".avi": "video"}
@@ -42,17 +43,7 @@ class FrameImages:
 
     def __init__(self, key: str, scan_uri: str, frames: pl.DataFrame, storage_options: dict | None = None):
         self.key = key
-        rows = frames.filter(pl.col("key") == key) if "key" in frames.columns else frames
-        self._where: dict[int, tuple[str, int, tuple[int, int]]] = {}
-        for index, file, member, width, height in zip(
-            rows["frame_index"].to_list(),
-            rows["image_file"].fill_null("").to_list(),
-            rows["image_member"].fill_null(-1).to_list(),
-            rows["width"].to_list(),
-            rows["height"].to_list(),
-        ):
-            if file:
-                self._where[int(index)] = (str(file), int(member), (int(width), int(height)))
+        self._where = image_locations(key, frames)
         root = upath(scan_uri, storage_options)
         self._tmp = tempfile.mkdtemp(prefix="scan2qa_images_")
         self._local_file = local_file_getter(root, self._tmp)

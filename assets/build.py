@@ -20,16 +20,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import tempfile
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import dagster as dg
 
 from pipeline.config import Config, load_config
 from pipeline.errors import ConfigError
 from pipeline.scene.discovery import discover, discover_scans
-from pipeline.scene.scan_notes import excluded_lines, read_scan_warnings, warning_lines, write_excluded
+from pipeline.scene.scan_notes import excluded_lines, read_scan_warnings, warning_lines, write_skipped
 from pipeline.storage import upath
 from pipeline.threads import available_cores, threads_per_worker
 
@@ -79,18 +83,9 @@ class BuildReport:
 
 def run_failure(result: dg.ExecuteInProcessResult) -> str:
     """One line: the innermost cause of the first failed step (a ``ScanError`` names scan and file)."""
-    for event in result.all_events:
-        if event.is_step_failure and event.step_failure_data.error is not None:
-            error = event.step_failure_data.error
-            while error.cause is not None:
-                error = error.cause
-            message = error.message.strip().splitlines()[0] if error.message.strip() else error.cls_name
-            qualified_name, separator, text = message.partition(": ")
-            if separator and qualified_name.rsplit(".", 1)[-1] == error.cls_name:
-                message = text if error.cls_name == "ScanError" else f"{error.cls_name}: {text}"
-            # A ScanError already reads "<scan>: <file>: <problem>"; other errors are named by the failing step.
-            return message if error.cls_name == "ScanError" else f"{event.step_key}: {message}"
-    return "run failed before any step ran"
+    from assets.run_errors import step_failure_line
+
+    return step_failure_line(result.all_events) or "run failed before any step ran"
 
 
 def failure_detail(result: dg.ExecuteInProcessResult) -> list[str]:
@@ -172,7 +167,32 @@ def generate_demo_scans(config: Config) -> str | None:
 
 
 def open_instance() -> dg.DagsterInstance:
+    """The instance ``DAGSTER_HOME`` names; ``build`` sets one up for the whole build when none is set."""
     return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
+
+
+@contextmanager
+def build_instance():
+    """The instance every run of this build is recorded in, shared by its worker processes.
+
+    The release decides which scans it holds from the instance's record of each partition
+    (``assets.membership``), so the scan runs of the worker processes and the dataset-wide run must write to one
+    instance: ``DAGSTER_HOME``'s when set (``make demo``), else a temporary one for this build alone, removed
+    afterwards (what an ephemeral instance was, but visible to the workers).
+    """
+    if os.environ.get("DAGSTER_HOME"):
+        with dg.DagsterInstance.get() as instance:
+            yield instance
+        return
+    home = tempfile.mkdtemp(prefix="scan2qa-instance-")
+    Path(home, "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    os.environ["DAGSTER_HOME"] = home
+    try:
+        with dg.DagsterInstance.get() as instance:
+            yield instance
+    finally:
+        os.environ.pop("DAGSTER_HOME", None)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def register_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
@@ -228,8 +248,6 @@ def release_summary(config: Config) -> list[str]:
 def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide: bool = True) -> BuildReport:
     """Materialize every discovered scan, then (unless told not to) the dataset-wide assets; prints progress."""
     from assets.definitions import all_asset_checks, all_assets
-    from assets.jobs import dataset_wide_keys, per_scan_keys
-    from assets.scan_pool import ScanOutcome, ScanRunner, run_scans_in_pool
     from resources.defaults import default_resources
     from resources.storage import StorageResource
 
@@ -242,8 +260,17 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
         return report
     definitions = [*all_assets, *all_asset_checks]
     resources = default_resources(StorageResource.from_config(config, config_file))
-    instance = open_instance()
-    register_partitions(instance, [key for key, _ in scans])
+    with build_instance() as instance:
+        register_partitions(instance, [key for key, _ in scans])
+        _build_in(instance, report, scans, definitions, resources, config, config_file, workers, dataset_wide)
+    return report
+
+
+def _build_in(instance, report, scans, definitions, resources, config, config_file, workers, dataset_wide) -> None:
+    from assets.definitions import all_assets
+    from assets.jobs import dataset_wide_keys, per_scan_keys
+    from assets.scan_pool import ScanOutcome, ScanRunner, run_scans_in_pool
+
     finished = 0
 
     def show(outcome: ScanOutcome) -> None:
@@ -270,7 +297,7 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
         else:
             report.failed[outcome.key] = outcome.error
     dataset_selection = dataset_wide_keys(all_assets)
-    write_excluded(config.output_root, config.storage_options, report.failed, report.skipped)  # for the manifest
+    write_skipped(config.output_root, config.storage_options, report.skipped)  # for the manifest's notes
     if dataset_wide and dataset_selection and report.ok:
         from assets.progress import listener, print_line
 
@@ -290,7 +317,6 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
             print(f"dataset-wide ({names}) ... FAILED: {error}", flush=True)
             for line in details:
                 print(f"  {line}", flush=True)
-    return report
 
 
 def scan_notes_lines(config: Config, report: BuildReport) -> list[str]:

@@ -153,9 +153,9 @@ def table_asset(table: str, module: str) -> dict[str, Any]:
     }
 
 
-def table_out(table: str, module: str, description: str) -> dg.AssetOut:
-    """A ``dg.AssetOut`` of a multi-asset, declared like ``table_asset``."""
-    return dg.AssetOut(description=description, **table_asset(table, module))
+def table_out(table: str, module: str, description: str, **extra: Any) -> dg.AssetOut:
+    """A ``dg.AssetOut`` of a multi-asset, declared like ``table_asset`` (``extra``: more ``AssetOut`` fields)."""
+    return dg.AssetOut(description=description, **table_asset(table, module), **extra)
 
 
 def file_asset(module: str, kinds: set[str]) -> dict[str, Any]:
@@ -199,3 +199,14 @@ def materialization_metadata(table: str, df, path) -> dict[str, Any]:
         "path": path_value(path),
         "preview": dg.MetadataValue.md(preview(df)),
     }
+
+
+def link_value(path) -> dg.MetadataValue:
+    """A page a reviewer opens (the report, the Data Docs): always a URL, so the catalog shows a link to click,
+    ``file://`` for a local file (the UI runs on the machine that holds it, as ``make ui`` does)."""
+    text = str(path)
+    if "://" in text:
+        return dg.MetadataValue.url(text)
+    from pathlib import Path
+
+    return dg.MetadataValue.url(Path(text).resolve().as_uri())

@@ -10,10 +10,12 @@ when the run configuration's ``profiles`` does not list ``pinpointqa``.
 import dagster as dg
 import polars as pl
 
+from assets.automation import dataset_automation
 from assets.catalog import table_asset, table_out
 from assets.partitions import scan_partitions
 from assets.table_checks import PINPOINT_SUITES, check_spec, pinpoint_checks
 from assets.scene import partition_geometry
+from pipeline.table_scan import TableParts
 from resources.storage import StorageResource
 
 PROFILE = "pinpointqa"
@@ -88,20 +90,27 @@ def pinpoint_qa_candidates(
 @dg.asset(
     group_name="pinpointqa",
     ins={
-        "pinpoint_qa_candidates": dg.AssetIn("pinpoint_qa_candidates", partition_mapping=dg.AllPartitionMapping())
+        "pinpoint_qa_candidates": dg.AssetIn("pinpoint_qa_candidates", partition_mapping=dg.AllPartitionMapping()),
+        "scan_membership": dg.AssetIn("scan_membership"),
     },
     description="all PinpointQA questions with scene-level train/val/test splits (≈ 6:2:2, stratified by dataset)",
+    automation_condition=dataset_automation(),
     **table_asset("pinpoint_qa", __name__),
 )
 def pinpoint_qa(
-    context: dg.AssetExecutionContext, storage: StorageResource, pinpoint_qa_candidates: pl.DataFrame
+    context: dg.AssetExecutionContext,
+    storage: StorageResource,
+    pinpoint_qa_candidates: TableParts,
+    scan_membership: pl.DataFrame,
 ) -> pl.DataFrame:
     from pipeline.pinpoint.splits import with_splits
     from pipeline.qa.balance import balance_letters
+    from pipeline.release.membership import built_keys
 
     # Per-scan option orders are fixed per target; the correct letter is balanced over the whole benchmark.
     config = storage.config()
-    balanced = balance_letters(pinpoint_qa_candidates, seed=config.seed, letters="ABCD")
+    candidates = pinpoint_qa_candidates.only(built_keys(scan_membership)).read()
+    balanced = balance_letters(candidates, seed=config.seed, letters="ABCD")
     table = with_splits(balanced, config.pinpoint_config()).sort(["key", "budget", "question_type", "id"])
     counts = table.group_by("split", "question_type").len().sort("split", "question_type")
     per_split = {f"{r['split']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}

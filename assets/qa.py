@@ -10,6 +10,7 @@ letter balancing) per profile over all partitions that succeeded.
 import dagster as dg
 import polars as pl
 
+from assets.automation import dataset_automation
 from assets.catalog import table_asset, table_out
 from assets.partitions import scan_partitions
 from pipeline import schemas
@@ -57,31 +58,41 @@ def qa_candidates(
 @dg.multi_asset(
     outs={
         "qa": table_out(
-            "qa", __name__, "the filtered, subsampled, letter-balanced question table of the whole benchmark (all profiles)"
+            "qa", __name__, "the filtered, subsampled, letter-balanced question table of the whole benchmark (all profiles)",
+            automation_condition=dataset_automation(),
         ),
         "qa_distribution_drops": table_out(
             "qa_distribution_drops",
             __name__,
             "questions the answer-distribution control dropped, per profile, with answer class and reason",
+            automation_condition=dataset_automation(),
         ),
     },
     ins={
         "qa_candidates": dg.AssetIn("qa_candidates", partition_mapping=dg.AllPartitionMapping()),
         "pinpoint_qa": dg.AssetIn("pinpoint_qa"),
+        "scan_membership": dg.AssetIn("scan_membership"),
     },
     group_name="qa",
     can_subset=False,
 )
 def qa(
-    context: dg.AssetExecutionContext, storage: StorageResource, qa_candidates: TableParts, pinpoint_qa: pl.DataFrame
+    context: dg.AssetExecutionContext,
+    storage: StorageResource,
+    qa_candidates: TableParts,
+    pinpoint_qa: pl.DataFrame,
+    scan_membership: pl.DataFrame,
 ):
     from pipeline.qa.finalize import finalize_qa_parts
+    from pipeline.release.membership import built_keys
 
     config = storage.config()
     drops: list[pl.DataFrame] = []
-    # Candidates arrive unread: thousands of scans' worth is read in batches of whole scans.
+    # Candidates arrive unread: thousands of scans' worth is read in batches of whole scans, and only the scans
+    # the instance says were built (a failed rerun's partition may still hold its old file).
     tables = finalize_qa_parts(
-        qa_candidates, profiles=question_profiles(config.profiles), seed=config.seed, drops=drops
+        qa_candidates.only(built_keys(scan_membership)), profiles=question_profiles(config.profiles),
+        seed=config.seed, drops=drops,
     )
     if "pinpointqa" in config.profiles:
         tables.append(schemas.conform("qa", pinpoint_qa))

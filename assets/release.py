@@ -11,52 +11,64 @@ broken table shows on its own catalog page and stops before the release.
 """
 
 import dagster as dg
+import polars as pl
 
-from assets.catalog import file_asset, path_value
+from assets.automation import dataset_automation
+from assets.catalog import file_asset, link_value, path_value
 from resources.storage import StorageResource
 
 
 @dg.observable_source_asset(
     group_name="release",
-    description="reviewer verdicts CSV (qa_id, verdict, note, reviewer); observed by scan2qa build before each release",
+    description="reviewer verdicts CSV (qa_id, verdict, note, reviewer); observed when it changes (verdicts_watch) and by scan2qa build before each release",
     kinds={"csv"},
     owners=["team:scan2qa"],
     tags={"stage": "release"},
 )
 def reviewer_verdicts(storage: StorageResource) -> dg.ObserveResult:
-    """Versioned by the file's content, so a new verdict marks the release stale."""
-    import hashlib
-    from pathlib import Path
+    """Versioned by the file's content, so a new verdict marks the release stale (``verdicts_watch`` observes it
+    whenever the file changes; ``scan2qa build`` before each release)."""
+    from pipeline.release.verdicts import ABSENT, verdicts_version
 
-    path = Path(storage.config().verdicts_path)
-    exists = path.exists()
-    version = hashlib.sha256(path.read_bytes()).hexdigest()[:16] if exists else "absent"
-    rows = max(0, len(path.read_text().splitlines()) - 1) if exists else 0
+    config = storage.config()
+    version, rows = verdicts_version(config.verdicts_path, config.storage_options)
     return dg.ObserveResult(
         data_version=dg.DataVersion(version),
-        metadata={"path": path_value(path), "exists": exists, "dagster/row_count": rows},
+        metadata={"path": path_value(config.verdicts_path), "exists": version != ABSENT, "dagster/row_count": rows},
     )
 
 
 @dg.asset(
     deps=["qa", "qa_distribution_drops", reviewer_verdicts],
+    ins={"scan_membership": dg.AssetIn("scan_membership")},
     group_name="release",
     description="gated, atomic release with manifest, reviewer report and Data Docs (the one Great Expectations gate)",
+    automation_condition=dataset_automation(),
     **file_asset(__name__, {"great_expectations", "html"}),
 )
-def release(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+def release(
+    context: dg.AssetExecutionContext, storage: StorageResource, scan_membership: pl.DataFrame
+) -> dg.MaterializeResult:
     from pipeline.release.build import build_release
+    from pipeline.release.membership import state_counts
 
-    outcome = build_release(storage.config())
+    outcome = build_release(storage.config(), membership=scan_membership)
     manifest = outcome.release.manifest
     context.log.info(f"release {outcome.release.version} written to {outcome.release.path}")
     counts = manifest["row_counts"]
+    excluded = manifest["checks"]["excluded_scans"]["failed_scans"]
     return dg.MaterializeResult(
         metadata={
             "version": outcome.release.version,
             "path": path_value(outcome.release.path),
-            "report": path_value(outcome.report),
-            "data_docs": path_value(outcome.data_docs),
+            "report": link_value(outcome.report),
+            "data_docs": link_value(outcome.data_docs),
+            "dagster/uri": dg.MetadataValue.text(str(outcome.release.path)),
+            "scans": dg.MetadataValue.json(state_counts(scan_membership)),
+            "excluded_scans": dg.MetadataValue.md(
+                "| scan | state | error |\n|---|---|---|\n"
+                + "\n".join(f"| {e['key']} | {e['state']} | {e['error'].replace('|', '/')} |" for e in excluded)
+            ) if excluded else dg.MetadataValue.text("none"),
             "dagster/row_count": dg.MetadataValue.int(int(counts.get("qa", 0))),
             "tables": dg.MetadataValue.md(
                 "| table | rows |\n|---|---|\n" + "\n".join(f"| {name} | {n:,} |" for name, n in sorted(counts.items()))

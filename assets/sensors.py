@@ -1,4 +1,4 @@
-"""Sensors: discover scans and request their runs; refresh dataset-wide assets after scan runs.
+"""Sensors: discover scans and request their runs; watch the reviewer verdicts; automation for the rest.
 
 ``scan_discovery`` runs one bounded step of ``pipeline.scene.discovery.discovery_tick``
 per evaluation: it lists the scans root, fingerprints new scans and the next
@@ -14,7 +14,10 @@ tags each scan's run with the fingerprint discovery took (``FINGERPRINT_TAG``)
 and the ``scene`` step records it, so the sensor recognises what the demo
 already built. Both sensors start running with the daemon (``dagster dev``):
 dropping a scan folder into the scans root is all it takes to build it. The
-evaluation interval is ``SCAN2QA_SENSOR_INTERVAL`` seconds (default 120).
+evaluation interval is ``SCAN2QA_SENSOR_INTERVAL`` seconds (default 30), the
+same for ``verdicts_watch`` (which records an observation of the verdicts file
+when its content changes) and for the automation condition sensor that
+rebuilds the dataset-wide assets after any upstream change (``assets.automation``).
 With ``SCAN2QA_EXECUTOR=celery`` in the deployment's environment they request
 the Celery jobs instead of the in-process ones; ``SCAN2QA_AUTOMATION=stopped``
 starts them stopped (``assets.deployment``).
@@ -24,24 +27,21 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from assets.deployment import sensor_dataset_job, sensor_interval, sensor_scan_job, sensor_status
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
+
+from assets.automation import AUTOMATION_INTERVAL, automation_sensor
+from assets.deployment import sensor_interval, sensor_scan_job, sensor_status
 from assets.jobs import dataset_wide_keys
 from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG, scan_partitions
+from pipeline.release.verdicts import ABSENT
 from pipeline.scene.discovery import DiscoveryState, discovery_tick
 from resources.storage import StorageResource
-
-ACTIVE_STATUSES = [
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-]
 
 
 @dg.sensor(
     name="scan_discovery",
     job_name=sensor_scan_job(),
-    minimum_interval_seconds=sensor_interval(120),
+    minimum_interval_seconds=sensor_interval(AUTOMATION_INTERVAL),
     default_status=sensor_status(),
     description="Adds a partition for every new scan folder under the scans root and runs new or changed scans.",
 )
@@ -92,23 +92,41 @@ def built_fingerprint(instance: dg.DagsterInstance, key: str) -> str | None:
 
 
 @dg.sensor(
-    name="dataset_refresh",
-    job_name=sensor_dataset_job(),
-    minimum_interval_seconds=300,
+    name="verdicts_watch",
+    minimum_interval_seconds=sensor_interval(AUTOMATION_INTERVAL),
     default_status=sensor_status(),
-    description="Rebuilds the dataset-wide assets once scan runs have finished and at least one succeeded since.",
+    description="Records a new observation of reviewer_verdicts whenever the verdicts file changes, so the "
+    "release follows a reviewer's edit without anyone clicking Observe.",
 )
-def dataset_refresh(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-    instance = context.instance
-    if instance.get_runs(filters=dg.RunsFilter(job_name=sensor_scan_job(), statuses=ACTIVE_STATUSES), limit=1):
-        return dg.SensorResult(skip_reason="scan runs still in progress")
-    latest = instance.get_runs(filters=dg.RunsFilter(job_name=sensor_scan_job(), statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1)
-    if not latest or latest[0].run_id == context.cursor:
-        return dg.SensorResult(skip_reason="no scan run succeeded since the last dataset rebuild")
-    run_id = latest[0].run_id
-    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"after-{run_id}")], cursor=run_id)
+def verdicts_watch(context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SensorResult:
+    """An observation (no run) with the file's content hash as data version; automation does the rest."""
+    from pipeline.release.verdicts import verdicts_version
+
+    config = storage.config()
+    version, rows = verdicts_version(config.verdicts_path, config.storage_options)
+    if version == context.cursor:
+        return dg.SensorResult(skip_reason=f"{config.verdicts_path}: unchanged ({rows} verdicts)")
+    if context.cursor is None and observed_version(context.instance) == version:
+        return dg.SensorResult(skip_reason=f"{config.verdicts_path}: already observed ({rows} verdicts)", cursor=version)
+    observation = dg.AssetObservation(
+        asset_key="reviewer_verdicts",
+        metadata={"path": config.verdicts_path, "exists": version != ABSENT, "dagster/row_count": rows},
+        tags={DATA_VERSION_TAG: version},
+    )
+    context.log.info(f"verdicts_watch: {config.verdicts_path} changed: {rows} verdicts (version {version})")
+    return dg.SensorResult(asset_events=[observation], cursor=version)
+
+
+def observed_version(instance: dg.DagsterInstance) -> str | None:
+    """The data version of the latest recorded observation of the verdicts (by the sensor, a build or the UI)."""
+    records = instance.fetch_observations(dg.AssetKey("reviewer_verdicts"), limit=1).records
+    if not records or records[0].asset_observation is None:
+        return None
+    return records[0].asset_observation.tags.get(DATA_VERSION_TAG)
 
 
 def build_sensors(assets: Sequence[object]) -> list[dg.SensorDefinition]:
-    """The dataset refresh sensor exists only once some module defines a dataset-wide asset."""
-    return [scan_discovery, dataset_refresh] if dataset_wide_keys(assets) else [scan_discovery]
+    """Automation and the verdicts watch exist only once some module defines a dataset-wide asset."""
+    if not dataset_wide_keys(assets):
+        return [scan_discovery]
+    return [scan_discovery, verdicts_watch, automation_sensor()]

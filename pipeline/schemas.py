@@ -210,6 +210,14 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("reason", _str),
         ]
     ),
+    # Which registered scan partitions a release holds, decided from the Dagster instance (pipeline/release/membership.py).
+    "scan_membership": pa.schema(
+        [
+            ("key", _str),  # "{dataset}/{scene_id}"
+            ("state", _str),  # built | failed | checks_failed | in_progress | not_built
+            ("error", _str),  # one line: why the scan is not in the release ("" when built)
+        ]
+    ),
     # PinpointQA intermediate spatial representation.
     "pinpoint_targets": pa.schema(
         [

@@ -49,6 +49,16 @@ class TableParts:
     def __len__(self) -> int:
         return len(self.paths)
 
+    def only(self, keys) -> TableParts:
+        """The files of the scans ``keys`` (``<dataset>/<scene_id>``), in the same order: what a release holds."""
+        wanted = set(keys)
+        return TableParts(self.name, tuple(p for p in self.paths if scan_key_of(p) in wanted))
+
+
+def scan_key_of(path: UPath) -> str:
+    """``<dataset>/<scene_id>`` of a per-scan table file ``.../<table>/<dataset>/<scene_id>.parquet``."""
+    return f"{path.parent.name}/{path.name.removesuffix('.parquet')}"
+
 
 def existing(paths: Sequence[UPath]) -> tuple[UPath, ...]:
     """The paths that exist, in order; on an object store one listing per folder instead of a request per file."""

@@ -10,7 +10,7 @@ from assets.definitions import all_assets, defs
 from assets.jobs import SCAN_JOB, per_scan_keys
 from assets.partitions import scan_partitions
 from assets.schedules import weekly_full_rebuild
-from assets.sensors import dataset_refresh, scan_discovery
+from assets.sensors import scan_discovery
 from pipeline.scene.discovery import DiscoveryState
 from resources.storage import StorageResource
 from tests.real_scans import write_scan
@@ -108,17 +108,40 @@ def test_definition_modules_import_no_readers(module_name):
     assert importlib.import_module(module_name)
 
 
-def test_dataset_refresh_waits_for_scan_runs_then_requests_once():
-    job = dg.GraphDefinition(name=SCAN_JOB).to_job()
+def test_every_dataset_wide_asset_follows_upstream_changes_by_automation():
+    """No sensor of ours decides when a release is rebuilt: each dataset-wide asset has the automation
+    condition, and the automation sensor (interval from SCAN2QA_SENSOR_INTERVAL) targets them."""
+    from assets.automation import dataset_automation
+    from assets.jobs import dataset_wide_keys
+
+    graph = defs.resolve_asset_graph()
+    expected = dataset_automation()
+    for key in dataset_wide_keys(all_assets):
+        assert graph.get(key).automation_condition == expected, key
+    for key in per_scan_keys(all_assets):
+        assert graph.get(key).automation_condition is None, key
+    sensor = defs.resolve_sensor_def("dataset_automation")
+    assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
+    assert {s.name for s in defs.sensors} == {"scan_discovery", "verdicts_watch", "dataset_automation"}
+
+
+def test_verdicts_watch_observes_a_changed_file_once(tmp_path):
+    from assets.sensors import verdicts_watch
+
+    out = tmp_path / "out"
+    storage = StorageResource(scans_root=str(tmp_path / "scans"), output_root=str(out))
     with dg.instance_for_test() as instance:
         def tick(cursor=None):
-            return dataset_refresh(dg.build_sensor_context(instance=instance, cursor=cursor))
+            context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"storage": storage})
+            return verdicts_watch(context)
 
-        assert tick().skip_reason is not None
-        running = instance.create_run_for_job(job, status=dg.DagsterRunStatus.STARTED)
-        assert "in progress" in tick().skip_reason.skip_message
-        instance.delete_run(running.run_id)
-        done = instance.create_run_for_job(job, status=dg.DagsterRunStatus.SUCCESS)
-        first = tick()
-        assert [r.run_key for r in first.run_requests] == [f"after-{done.run_id}"] and first.cursor == done.run_id
-        assert tick(first.cursor).skip_reason is not None
+        absent = tick()
+        assert absent.cursor == "absent" and len(absent.asset_events) == 1
+        assert tick(absent.cursor).skip_reason is not None
+        (out / "reviews").mkdir(parents=True)
+        (out / "reviews" / "verdicts.csv").write_text("qa_id,verdict,note,reviewer\nq1,reject,,ana\n")
+        changed = tick(absent.cursor)
+        [event] = changed.asset_events
+        assert event.asset_key == dg.AssetKey("reviewer_verdicts") and changed.cursor != "absent"
+        assert event.tags["dagster/data_version"] == changed.cursor and event.metadata["dagster/row_count"].value == 1
+        assert tick(changed.cursor).skip_reason is not None

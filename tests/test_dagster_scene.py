@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import json
 import shutil
 from pathlib import Path
 
@@ -93,8 +94,8 @@ def test_failed_rebuild_keeps_previous_tables(built, tmp_path):
     break_truncated_ply(root / SCENE)
     config = load_config(None, scans_root=str(root), output_root=str(tmp_path / "out"))
     assert list(build(config).failed) == [f"scannet/{SCENE}"]
-    # Only the build's record of what it excluded changes (it names this build's failure).
-    excluded = tmp_path / "out" / "excluded_scans.json"
-    assert f"scannet/{SCENE}" in excluded.read_text()
-    after = {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file() and p != excluded}
-    assert after == {p: b for p, b in before.items() if p != excluded}
+    # Only the build's note of the folders it skipped is rewritten (the release's membership is Dagster's record).
+    skipped = tmp_path / "out" / "skipped_folders.json"
+    assert json.loads(skipped.read_text()) == {"skipped_folders": []}
+    after = {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file() and p != skipped}
+    assert after == {p: b for p, b in before.items() if p != skipped}

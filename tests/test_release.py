@@ -83,18 +83,24 @@ def test_gated_release_writes_report_docs_manifest_and_blocks_on_failure(tmp_pat
     assert latest_release(tmp_path / "out" / "releases") == outcome.release.version
 
 
-def test_a_scan_that_failed_this_build_is_left_out_of_every_released_table():
-    """Its partition keeps the last good tables, but the release lists it as excluded and ships none of its rows."""
+def test_release_reads_only_the_scans_membership_says_were_built(tmp_path):
+    """A failed scan's partition may keep files from an earlier build: the release never reads them."""
     import polars as pl
 
-    from pipeline.release.build import without_scans
+    from pipeline.config import Config
+    from pipeline.release.build import collect_tables
+    from pipeline.release.membership import ScanState, excluded_scans, membership_table
+    from pipeline.storage import upath, write_table
+    from tests.test_quality_gate import _tables
 
-    tables = {
-        "qa": pl.DataFrame({"key": ["a/1", "b/2", "a/1"], "id": ["q1", "q2", "q3"]}),
-        "objects": pl.DataFrame({"key": ["a/1", "b/2"], "object_id": [1, 2]}),
-        "keyless": pl.DataFrame({"x": [1]}),
+    config = Config(output_root=str(tmp_path))
+    for key in ("a/1", "b/2"):
+        write_table(upath(f"{config.tables_root}/objects/{key}.parquet"), "objects",
+                    schemas.conform("objects", _tables()["objects"].with_columns(pl.lit(key).alias("key"))))
+    membership = membership_table([ScanState("b/2", "built"), ScanState("a/1", "failed", "a/1: mesh.ply: truncated")])
+    tables = collect_tables(config, names=("objects",), keys=["b/2"])
+    assert set(tables["objects"]["key"]) == {"b/2"}
+    assert excluded_scans(membership, ["x: not a scan"]) == {
+        "failed_scans": [{"key": "a/1", "state": "failed", "error": "a/1: mesh.ply: truncated"}],
+        "skipped_folders": ["x: not a scan"],
     }
-    kept = without_scans(tables, {"a/1"})
-    assert kept["qa"]["id"].to_list() == ["q2"] and kept["objects"]["key"].to_list() == ["b/2"]
-    assert kept["keyless"].equals(tables["keyless"])
-    assert without_scans(tables, set()) is tables

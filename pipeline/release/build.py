@@ -17,12 +17,13 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import storage
+from pipeline import schemas, storage
 from pipeline.config import Config
 from pipeline.release.atomic import RELEASED_TABLES, Release, publish, remove_abandoned_staging, write_release
 from pipeline.release.verdicts import apply_verdicts, read_verdicts
-from pipeline.scene.scan_notes import read_excluded
-from pipeline.table_scan import read_tables
+from pipeline.release.membership import built_keys, excluded_scans
+from pipeline.scene.scan_notes import read_skipped
+from pipeline.table_scan import existing, read_tables
 
 REPORT_TABLES = ("visibility",)  # read for the report's gallery, not released
 DATA_DOCS_INDEX = "data_docs/index.html"  # inside the release
@@ -44,23 +45,30 @@ class ReleaseOutcome:
     orphan_verdicts: list[str]
 
 
-def read_dataset_table(tables_root: str, name: str, storage_options: dict | None = None) -> pl.DataFrame | None:
-    """A table as the IO manager lays it out: ``<name>.parquet`` or every ``<name>/<dataset>/<scene>.parquet``."""
+def read_dataset_table(
+    tables_root: str, name: str, storage_options: dict | None = None, keys: list[str] | None = None
+) -> pl.DataFrame | None:
+    """A table as the IO manager lays it out: ``<name>.parquet``, or the per-scan files ``<name>/<key>.parquet``
+    of the scans ``keys`` (every file there when ``keys`` is None)."""
     root = storage.upath(tables_root, storage_options)
     single = root / f"{name}.parquet"
     if single.exists():
         return storage.read_table(single, name)
     folder = root / name
+    if keys is not None:
+        return read_tables(existing([folder / f"{key}.parquet" for key in sorted(keys)]), name)
     if not folder.exists():
         return None
     paths = sorted(p for p in folder.glob("*/*.parquet") if not p.name.startswith("."))
     return read_tables(paths, name)  # one dataset scan, not one read per scan
 
 
-def collect_tables(config: Config, names=RELEASED_TABLES + REPORT_TABLES) -> dict[str, pl.DataFrame]:
+def collect_tables(
+    config: Config, names=RELEASED_TABLES + REPORT_TABLES, keys: list[str] | None = None
+) -> dict[str, pl.DataFrame]:
     tables = {}
     for name in names:
-        df = read_dataset_table(config.tables_root, name, config.storage_options)
+        df = read_dataset_table(config.tables_root, name, config.storage_options, keys)
         if df is not None:
             tables[name] = df
     return tables
@@ -79,18 +87,18 @@ def run_release_gate(tables: dict[str, pl.DataFrame], config: Config, docs_dir: 
     )
 
 
-def without_scans(tables: dict[str, pl.DataFrame], keys: set[str]) -> dict[str, pl.DataFrame]:
-    """Every table without the rows of ``keys``: a scan that failed this build is left out even where an earlier
-    build of it left tables behind (its partition keeps them; the release does not ship them)."""
-    if not keys:
-        return tables
-    return {
-        name: df.filter(~pl.col("key").is_in(sorted(keys))) if "key" in df.columns else df
-        for name, df in tables.items()
-    }
+def build_release(
+    config: Config,
+    tables: dict[str, pl.DataFrame] | None = None,
+    version: str | None = None,
+    membership: pl.DataFrame | None = None,
+) -> ReleaseOutcome:
+    """The release of the scans ``membership`` (a ``scan_membership`` table) says were built, or of ``tables``.
 
-
-def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None, version: str | None = None) -> ReleaseOutcome:
+    With a membership, per-scan tables are read for exactly its built scans (a failed or unregistered scan's
+    files are never read) and every other registered scan is listed, with its state and error, in the
+    manifest's ``checks.excluded_scans`` and the report.
+    """
     from expectations.data_docs import write_site
     from pipeline.release.report import write_report
 
@@ -98,12 +106,13 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
     local = storage.is_local(out_root)
     if local:  # a build killed while staging left its folder: the next build removes it, whatever it decides
         remove_abandoned_staging(Path(out_root.path) / "releases")
-    tables = dict(tables if tables is not None else collect_tables(config))
+    keys = built_keys(membership) if membership is not None else None
+    tables = dict(tables if tables is not None else collect_tables(config, keys=keys))
     if "qa" not in tables:
         raise ReleaseBlocked("no qa table has been built yet: nothing to release", {"success": False, "results": []})
     verdicts = read_verdicts(config.verdicts_path)
-    excluded = read_excluded(config.output_root, config.storage_options)  # failed scans, skipped folders
-    tables = without_scans(tables, {entry["key"] for entry in excluded["failed_scans"]})
+    skipped = read_skipped(config.output_root, config.storage_options)
+    excluded = excluded_scans(membership if membership is not None else schemas.empty("scan_membership"), skipped)
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
     videos = _release_videos(tables, out_root)  # what the released questions play; the gate does not change qa
     if "dummy_videos" in tables:  # every released row names a video the release ships (before the gate sees it)

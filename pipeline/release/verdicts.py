@@ -64,3 +64,28 @@ def apply_verdicts(qa: pl.DataFrame, verdicts: pl.DataFrame) -> tuple[pl.DataFra
     else:
         kept = qa  # nothing to drop: no copy of a million-row table
     return kept, [r for r in rejected if r in ids], orphans
+
+
+ABSENT = "absent"  # the data version of a verdicts file that does not exist yet
+
+
+def verdicts_version(path: str | None, storage_options: dict | None = None) -> tuple[str, int]:
+    """(content hash, verdict rows) of the verdicts file, local or on an object store; ``ABSENT`` when missing.
+
+    The hash is what Dagster records as the observed data version of ``reviewer_verdicts``: a changed file is a
+    new version, and the release (which depends on it) follows.
+    """
+    import hashlib
+
+    from pipeline import storage
+
+    if not path:
+        return ABSENT, 0
+    target = storage.upath(path, storage_options)
+    try:
+        with storage.reaching(target):
+            data = target.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return ABSENT, 0
+    rows = max(0, len(data.decode("utf-8", errors="replace").splitlines()) - 1)
+    return hashlib.sha256(data).hexdigest()[:16], rows

@@ -5,9 +5,10 @@ dropped frame, a duplicated object id) records a warning in the ``scans``
 table; a scan that fails, or a folder discovery skips, is left out. Both must
 reach the person building the benchmark without opening Parquet files, so
 ``scan2qa build`` prints them (``warning_lines``, ``excluded_lines``), the
-release manifest lists the excluded scans (``excluded_scans.json`` under the
-output root, written by the build and copied into the manifest's checks), and
-the reviewer report shows both (``notes_html``).
+release manifest lists the excluded scans (``checks.excluded_scans``: the
+scans the Dagster instance says were not built, ``pipeline.release.membership``,
+and the folders the build's discovery skipped, ``skipped_folders.json`` under
+the output root), and the reviewer report shows both (``notes_html``).
 """
 
 from __future__ import annotations
@@ -20,33 +21,33 @@ import polars as pl
 
 from pipeline import storage
 
-EXCLUDED_FILE = "excluded_scans.json"
+SKIPPED_FILE = "skipped_folders.json"
 FIRST_WARNINGS = 3  # warnings printed per scan; all of them stay in the scans table
 
 
-def _excluded_uri(output_root: str) -> str:
-    return f"{output_root.rstrip('/')}/{EXCLUDED_FILE}"
+def _skipped_uri(output_root: str) -> str:
+    return f"{output_root.rstrip('/')}/{SKIPPED_FILE}"
 
 
-def write_excluded(output_root: str, storage_options: dict | None, failed: dict[str, str], skipped: list[str]) -> None:
-    """Record this build's failed scans and skipped folders (rewritten by every build, so never stale)."""
-    data = {
-        "failed_scans": [{"key": key, "error": failed[key]} for key in sorted(failed)],
-        "skipped_folders": list(skipped),
-    }
-    path = storage.upath(_excluded_uri(output_root), storage_options)
+def write_skipped(output_root: str, storage_options: dict | None, skipped: list[str]) -> None:
+    """Record the folders this build's discovery skipped (rewritten by every build, so never stale).
+
+    Only a note for the reviewer: which scans a release holds comes from the Dagster instance
+    (``pipeline.release.membership``), never from this file.
+    """
+    path = storage.upath(_skipped_uri(output_root), storage_options)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1, sort_keys=True))
+    storage.write_bytes_atomic(path, json.dumps({"skipped_folders": list(skipped)}, indent=1, sort_keys=True).encode())
 
 
-def read_excluded(output_root: str, storage_options: dict | None = None) -> dict[str, Any]:
-    """What the last build left out; empty lists when no build recorded it (runs launched by a deployment)."""
-    path = storage.upath(_excluded_uri(output_root), storage_options)
+def read_skipped(output_root: str, storage_options: dict | None = None) -> list[str]:
+    """The folders the last build skipped; none when no build recorded them (runs launched by a deployment)."""
+    path = storage.upath(_skipped_uri(output_root), storage_options)
     try:
         data = json.loads(path.read_text())
     except (FileNotFoundError, json.JSONDecodeError):
-        return {"failed_scans": [], "skipped_folders": []}
-    return {"failed_scans": data.get("failed_scans", []), "skipped_folders": data.get("skipped_folders", [])}
+        return []
+    return [str(line) for line in data.get("skipped_folders", [])] if isinstance(data, dict) else []
 
 
 def read_scan_warnings(tables_root: str, keys: list[str], storage_options: dict | None = None) -> dict[str, list[str]]:
@@ -96,7 +97,11 @@ def notes_html(scans: pl.DataFrame | None, excluded: dict[str, Any] | None) -> s
     failed, skipped = excluded.get("failed_scans", []), excluded.get("skipped_folders", [])
     if failed or skipped:
         parts.append("<h2>Excluded scans</h2><ul>")
-        parts += [f"<li><code>{esc(f['key'])}</code>: {esc(f['error'])}</li>" for f in failed]
+        parts += [
+            f"<li><code>{esc(f['key'])}</code>{' (' + esc(f['state'].replace('_', ' ')) + ')' if f.get('state') else ''}: "
+            f"{esc(f['error'])}</li>"
+            for f in failed
+        ]
         parts += [f"<li>skipped folder {esc(line)}</li>" for line in skipped]
         parts.append("</ul>")
     if scans is not None and scans.height and "warnings" in scans.columns:

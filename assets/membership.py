@@ -1,0 +1,190 @@
+"""Release membership from Dagster's own record of every scan partition.
+
+``scan_membership`` is the first dataset-wide step: it asks the instance, for
+every registered scan partition and every per-scan asset, whether its latest
+materialization attempt succeeded (``get_materialized_partitions`` and
+``get_latest_asset_partition_materialization_attempts_without_materializations``,
+the two queries behind the UI's partition status), and whether the latest
+evaluation of each per-scan blocking check passed
+(``get_asset_check_partition_info``). Each query covers all partitions of one
+asset or check at once, so the cost does not grow with runs per scan.
+
+Whoever launched the runs — ``scan2qa build``, the UI, a backfill, a sensor,
+automation, the Celery deployment — the instance has the same record, so every
+path to a release decides membership the same way. A run that was canceled
+counts as failed (its tables may be half rewritten); a run deleted from the
+instance counts as never attempted.
+"""
+
+
+from collections.abc import Sequence
+
+import dagster as dg
+import polars as pl
+
+from assets import frames, pinpoint, qa, scene, table_checks, visibility
+from assets.automation import dataset_automation
+from assets.catalog import table_asset
+from assets.partitions import scan_partitions
+from assets.run_errors import stored_failed_checks, stored_run_failure
+from pipeline.release.membership import (
+    BUILT,
+    CHECKS_FAILED,
+    FAILED,
+    IN_PROGRESS,
+    NOT_BUILT,
+    ScanState,
+    membership_table,
+    state_counts,
+    worst,
+)
+
+PER_SCAN_MODULES = (scene, frames, visibility, qa, pinpoint)
+FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+
+
+def per_scan_definitions() -> list[dg.AssetsDefinition]:
+    return [
+        a for a in dg.load_assets_from_modules(list(PER_SCAN_MODULES))
+        if isinstance(a, dg.AssetsDefinition) and a.is_materializable and a.partitions_def == scan_partitions
+    ]
+
+
+def per_scan_asset_keys() -> list[dg.AssetKey]:
+    return sorted(key for a in per_scan_definitions() for key in a.keys)
+
+
+def per_scan_check_keys() -> list[dg.AssetCheckKey]:
+    """Checks of per-scan assets, whether declared on the asset or beside it (``assets.table_checks``)."""
+    scan_assets = set(per_scan_asset_keys())
+    checks = {key for a in per_scan_definitions() for key in a.check_keys}
+    checks |= {key for c in dg.load_asset_checks_from_modules([*PER_SCAN_MODULES, table_checks]) for key in c.check_keys}
+    return sorted((key for key in checks if key.asset_key in scan_assets), key=lambda k: k.to_user_string())
+
+
+def scan_states(
+    instance: dg.DagsterInstance,
+    keys: Sequence[str],
+    asset_keys: Sequence[dg.AssetKey],
+    check_keys: Sequence[dg.AssetCheckKey],
+) -> list[ScanState]:
+    """One state per partition key: every per-scan asset built by its latest attempt and every check passed."""
+    wanted = set(keys)
+    per_key: dict[str, list[str]] = {key: [] for key in keys}
+    failed_runs: dict[str, str] = {}  # partition -> the run whose failure left it unbuilt
+    storage = instance.event_log_storage
+    attempts = {}
+    for asset_key in asset_keys:
+        materialized = instance.get_materialized_partitions(asset_key) & wanted
+        incomplete = {
+            p: run for p, (run, _) in storage.get_latest_asset_partition_materialization_attempts_without_materializations(
+                asset_key
+            ).items() if p in wanted
+        }
+        attempts[asset_key] = incomplete
+        for key in keys:
+            per_key[key].append(BUILT if key in materialized else NOT_BUILT)
+    runs = _run_statuses(instance, {run for incomplete in attempts.values() for run in incomplete.values()})
+    for asset_key, incomplete in attempts.items():
+        for key, run_id in incomplete.items():
+            status = runs.get(run_id)
+            if status is None:
+                continue  # the run was deleted: the attempt is as if never made
+            if status in FINISHED:
+                if status != dg.DagsterRunStatus.SUCCESS:
+                    per_key[key].append(FAILED)
+                    failed_runs.setdefault(key, run_id)
+            else:
+                per_key[key].append(IN_PROGRESS)
+    check_errors = _failed_checks(instance, keys, check_keys, failed_runs)
+    states = []
+    for key in keys:
+        state = worst(per_key[key] + ([CHECKS_FAILED] if key in check_errors else []))
+        if state == CHECKS_FAILED:
+            error = "expectations failed: " + "; ".join(sorted(set(check_errors[key])))
+        elif state == FAILED:
+            error = stored_run_failure(instance, failed_runs[key])
+        elif state == IN_PROGRESS:
+            error = "a run of this scan was still in progress when the release was decided"
+        elif state == NOT_BUILT:
+            error = "registered but never built"
+        else:
+            error = ""
+        states.append(ScanState(key, state, error))
+    return states
+
+
+def _failed_checks(
+    instance: dg.DagsterInstance, keys: Sequence[str], check_keys: Sequence[dg.AssetCheckKey], failed_runs: dict
+) -> dict[str, list[str]]:
+    """Partition -> checks whose latest evaluation for it failed.
+
+    A failed blocking check fails its run, so the scan's failed run names the checks it failed; a check declared
+    with partitions is also asked for its latest evaluation per partition; one declared without (the checks
+    evaluated inside a multi-asset's step) only has a latest evaluation overall, which counts for the
+    partition its run built when that run also made the asset's latest materialization there.
+    """
+    from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
+    wanted = set(keys)
+    found: dict[str, list[str]] = {}
+    for key, run_id in failed_runs.items():
+        checks = stored_failed_checks(instance, run_id)
+        if checks:
+            found[key] = checks
+    if not check_keys:
+        return found
+    storage = instance.event_log_storage
+    for info in storage.get_asset_check_partition_info(list(check_keys), partition_keys=list(keys)):
+        if info.partition_key in wanted and info.latest_execution_status == AssetCheckExecutionRecordStatus.FAILED:
+            if info.partition_key not in failed_runs:  # a failed run already named its checks
+                named = stored_failed_checks(instance, info.latest_planned_run_id) or [_named(info.check_key)]
+                found.setdefault(info.partition_key, []).extend(named)
+    latest = storage.get_latest_asset_check_execution_by_key(list(check_keys))
+    for check_key, record in latest.items():
+        if record.status != AssetCheckExecutionRecordStatus.FAILED or record.partition is not None:
+            continue
+        run = instance.get_run_by_id(record.run_id)
+        key = run.tags.get("dagster/partition") if run else None
+        if key not in wanted:
+            continue
+        made = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=check_key.asset_key, asset_partitions=[key]), limit=1
+        ).records
+        if made and made[0].run_id == record.run_id and key not in failed_runs:
+            found.setdefault(key, []).extend(stored_failed_checks(instance, record.run_id) or [_named(check_key)])
+    return found
+
+
+def _named(check_key: dg.AssetCheckKey) -> str:
+    return f"{check_key.asset_key.to_user_string()} ({check_key.name})"
+
+
+def _run_statuses(instance: dg.DagsterInstance, run_ids: set[str]) -> dict[str, dg.DagsterRunStatus]:
+    found: dict[str, dg.DagsterRunStatus] = {}
+    ids = sorted(run_ids)
+    for start in range(0, len(ids), 500):
+        for run in instance.get_runs(filters=dg.RunsFilter(run_ids=ids[start : start + 500])):
+            found[run.run_id] = run.status
+    return found
+
+
+@dg.asset(
+    deps=[dg.AssetDep(key, partition_mapping=dg.AllPartitionMapping()) for key in per_scan_asset_keys()],
+    group_name="release",
+    description="every registered scan partition and whether the release may hold it (built, failed, "
+    "checks_failed, in_progress, not_built), read from the Dagster instance",
+    automation_condition=dataset_automation(),
+    **table_asset("scan_membership", __name__),
+)
+def scan_membership(context: dg.AssetExecutionContext) -> pl.DataFrame:
+    instance = context.instance
+    keys = sorted(instance.get_dynamic_partitions(scan_partitions.name))
+    states = scan_states(instance, keys, per_scan_asset_keys(), per_scan_check_keys())
+    table = membership_table(states)
+    for state in states:
+        if state.state != BUILT:
+            context.log.warning(f"{state.key} left out of the release ({state.state}): {state.error}")
+    context.add_output_metadata({"states": dg.MetadataValue.json(state_counts(table)),
+                                 "built": int(table.filter(pl.col("state") == BUILT).height)})
+    return table

@@ -1,0 +1,52 @@
+"""One line saying why a run failed, read from its events: the same words on every path.
+
+``scan2qa build`` reads the events of the run it just executed; the release's
+membership and ``scan2qa backfill`` read a run's events from the instance. All
+of them print the innermost cause of the first failed step (a ``ScanError``
+already reads "<scan>: <file>: <problem>"; anything else is prefixed with the
+step that raised it), so a user sees the same line in the terminal, the
+manifest and the reviewer report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import dagster as dg
+
+
+def step_failure_line(events: Iterable[dg.DagsterEvent]) -> str | None:
+    for event in events:
+        if event.is_step_failure and event.step_failure_data.error is not None:
+            error = event.step_failure_data.error
+            while error.cause is not None:
+                error = error.cause
+            message = error.message.strip().splitlines()[0] if error.message.strip() else error.cls_name
+            qualified_name, separator, text = message.partition(": ")
+            if separator and qualified_name.rsplit(".", 1)[-1] == error.cls_name:
+                message = text if error.cls_name == "ScanError" else f"{error.cls_name}: {text}"
+            return message if error.cls_name == "ScanError" else f"{event.step_key}: {message}"
+    return None
+
+
+def stored_run_failure(instance: dg.DagsterInstance, run_id: str) -> str:
+    """Why the stored run ``run_id`` failed: its first failed step, else the run's own failure message."""
+    steps = instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
+    line = step_failure_line(entry.dagster_event for entry in steps if entry.dagster_event is not None)
+    if line:
+        return line
+    for entry in instance.all_logs(run_id, of_type={dg.DagsterEventType.RUN_FAILURE, dg.DagsterEventType.RUN_CANCELED}):
+        message = (entry.dagster_event.message if entry.dagster_event else "") or entry.user_message or ""
+        if message.strip():
+            return f"run {run_id[:8]}: {message.strip().splitlines()[0]}"
+    return f"run {run_id[:8]} failed before any step ran"
+
+
+def stored_failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    """``<asset> (<check description>)`` for every check that failed in the stored run ``run_id``."""
+    failed = []
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+        evaluation = entry.dagster_event.event_specific_data if entry.dagster_event else None
+        if evaluation is not None and not evaluation.passed:
+            failed.append(f"{evaluation.asset_key.to_user_string()} ({evaluation.description or evaluation.check_name})")
+    return sorted(set(failed))

@@ -1,0 +1,176 @@
+"""The Dagster path, with no ``scan2qa build``: the daemon's sensors and automation alone publish every release.
+
+A real ``dagster-daemon`` on a scratch instance loads the code location
+(``workspace.yaml``). Scans dropped into the scans root are found by
+``scan_discovery`` and built; the automation condition sensor then builds the
+dataset-wide assets. Breaking one scan's mesh makes its rerun fail: the next
+automatic release leaves it out and names it, with its error, in the manifest
+and the report. Repairing it brings it back. Editing the verdicts file alone
+(``verdicts_watch``) leads to a release that applies the verdict. Every step
+waits on the instance or the release pointer, never on a fixed sleep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from assets.demo_instance import instance_yaml
+
+pytestmark = pytest.mark.cluster  # starts the daemon and its run processes: CI runs it in the cluster step
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SCENES, FRAMES = 3, 24
+BROKEN = "synthetic/synth0001_00"  # the synthetic scans' keys
+INTERVAL = 5  # SCAN2QA_SENSOR_INTERVAL for this test
+
+
+def wait_for(predicate, what: str, timeout: float, daemon: subprocess.Popen, log: Path, poll: float = 1.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if daemon.poll() is not None:
+            raise AssertionError(f"dagster-daemon exited ({daemon.returncode}) while waiting for {what}:\n"
+                                 + log.read_text(errors="replace")[-3000:])
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll)
+    raise AssertionError(f"{what}: not within {timeout:.0f} s\n" + log.read_text(errors="replace")[-3000:])
+
+
+class Release:
+    def __init__(self, out: Path):
+        self.releases = out / "releases"
+
+    def latest(self) -> str | None:
+        pointer = self.releases / "LATEST"
+        return pointer.read_text().strip() if pointer.exists() else None
+
+    def manifest(self, version: str) -> dict:
+        return json.loads((self.releases / version / "manifest.json").read_text())
+
+    def report(self, version: str) -> str:
+        return (self.releases / version / "report" / "index.html").read_text()
+
+    def scans(self, version: str) -> set[str]:
+        import polars as pl
+
+        return set(pl.read_parquet(self.releases / version / "tables" / "scans.parquet")["key"])
+
+    def qa_ids(self, version: str) -> set[str]:
+        import polars as pl
+
+        return set(pl.read_parquet(self.releases / version / "tables" / "qa.parquet")["id"])
+
+
+def new_release_after(release: Release, previous: str | None, moment: float):
+    """A release published after ``moment`` (versions are content hashes: the same content keeps its name)."""
+    def check():
+        latest = release.latest()
+        if latest is None:
+            return None
+        manifest = release.releases / latest / "manifest.json"
+        if latest != previous or manifest.stat().st_mtime > moment:
+            return latest
+        return None
+    return check
+
+
+@pytest.fixture
+def daemon_env(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(instance_yaml(2))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_", "SCAN2QA_"))}
+    env.update({
+        "DAGSTER_HOME": str(home),
+        "SCAN2QA_SCANS": str(tmp_path / "scans"),
+        "SCAN2QA_OUT": str(tmp_path / "out"),
+        "SCAN2QA_SENSOR_INTERVAL": str(INTERVAL),
+        "SCAN2QA_THREADS": "1",
+        "GX_ANALYTICS_ENABLED": "false",
+        "PYTHONUNBUFFERED": "1",
+    })
+    return env
+
+
+def test_sensor_and_automation_alone_publish_exclude_and_restore(tmp_path, daemon_env, monkeypatch):
+    import dagster as dg
+
+    staging = tmp_path / "staging"
+    subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(staging), "--scenes", str(SCENES),
+                    "--frames", str(FRAMES), "--seed", "0"], check=True, capture_output=True, cwd=REPO)
+    shutil.copytree(staging, tmp_path / "scans")
+    log = tmp_path / "daemon.log"
+    with open(log, "wb") as handle:
+        daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", str(REPO / "workspace.yaml")],
+                                  cwd=REPO, env=daemon_env, stdout=handle, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    monkeypatch.setenv("DAGSTER_HOME", daemon_env["DAGSTER_HOME"])
+    release = Release(tmp_path / "out")
+    try:
+        with dg.DagsterInstance.get() as instance:
+            # 1. Three scans dropped into the root: discovered, built, released, with nothing else done.
+            first = wait_for(release.latest, "the first automatic release", 900, daemon, log)
+            wait_for(lambda: len(release.scans(release.latest())) == SCENES, "a release of all three scans",
+                     600, daemon, log)
+            first = release.latest()
+            assert release.manifest(first)["checks"]["excluded_scans"]["failed_scans"] == []
+            kept_ids = release.qa_ids(first)
+
+            # 2. A reviewer rejects one question by editing the verdicts file only.
+            rejected = sorted(kept_ids)[0]
+            verdicts = tmp_path / "out" / "reviews" / "verdicts.csv"
+            verdicts.parent.mkdir(parents=True, exist_ok=True)
+            moment = time.time()
+            verdicts.write_text(f"qa_id,verdict,note,reviewer\n{rejected},reject,ambiguous wording,ana\n")
+            reviewed = wait_for(new_release_after(release, first, moment), "a release applying the verdict",
+                                600, daemon, log)
+            assert rejected not in release.qa_ids(reviewed)
+            assert rejected in release.manifest(reviewed)["checks"]["rejected_by_reviewers"]
+            # REPORT-LISTS-VERDICTS assert rejected in release.report(reviewed)
+
+            # 3. One scan's mesh breaks: its rerun fails and the next release leaves it out, naming the error.
+            mesh = tmp_path / "scans" / "synth0001_00" / "synth0001_00_vh_clean_2.ply"
+            good = mesh.read_bytes()
+            moment = time.time()
+            mesh.write_bytes(good[: len(good) // 3])
+            excluded = wait_for(new_release_after(release, reviewed, moment), "a release without the broken scan",
+                                600, daemon, log)
+            manifest = release.manifest(excluded)
+            failed = {f["key"]: f for f in manifest["checks"]["excluded_scans"]["failed_scans"]}
+            assert set(failed) == {BROKEN}, failed
+            assert failed[BROKEN]["state"] == "failed" and "_vh_clean_2.ply" in failed[BROKEN]["error"], failed
+            assert BROKEN not in release.scans(excluded) and len(release.scans(excluded)) == SCENES - 1
+            assert BROKEN in release.report(excluded) and "_vh_clean_2.ply" in release.report(excluded)
+            runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": BROKEN}))
+            assert runs[0].status == dg.DagsterRunStatus.FAILURE, [r.status for r in runs]
+
+            # 4. Repaired: the next automatic release holds it again.
+            moment = time.time()
+            mesh.write_bytes(good)
+            restored = wait_for(new_release_after(release, excluded, moment), "a release with the repaired scan",
+                                600, daemon, log)
+            wait_for(lambda: BROKEN in release.scans(release.latest()), "the repaired scan released", 300,
+                     daemon, log)
+            restored = release.latest()
+            assert release.manifest(restored)["checks"]["excluded_scans"]["failed_scans"] == []
+            # Nobody launched a run but the daemon: every run came from a sensor or automation.
+            launched_by = {r.tags.get("dagster/sensor_name") for r in instance.get_runs()}
+            assert launched_by <= {"scan_discovery", "dataset_automation"}, launched_by
+    finally:
+        os.killpg(daemon.pid, signal.SIGTERM)
+        try:
+            daemon.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(daemon.pid, signal.SIGKILL)
+            daemon.wait()

@@ -341,6 +341,8 @@ def run(args: argparse.Namespace) -> int:
     for category in (dg.BetaWarning, dg.PreviewWarning):
         warnings.filterwarnings("ignore", category=category)
     config = load_config(args.config, scans_root=args.scans, output_root=args.out)
+    if args.config:  # the code versions Dagster records cover the config the assets read (assets.catalog)
+        os.environ["SCAN2QA_CONFIG"] = str(Path(args.config).resolve())
     demo = not (args.scans or args.config)
     if demo and not discover_scans(config.scans_root, config.storage_options):
         problem = generate_demo_scans(config)

@@ -135,6 +135,43 @@ def code_version(module: str) -> str:
     return digest.hexdigest()[:12]
 
 
+# The run-config fields each asset module's steps read. An asset's code version covers them too, so a changed
+# threshold (say ``visibility.min_visible_pixels``) changes the version of the asset that reads it and Dagster marks
+# it stale, and everything downstream of it with it; assets that read none of the changed fields stay fresh.
+CONFIG_READ = {
+    "assets.scene": ("label_map", "frames", "allow_links_outside_root"),
+    "assets.frames": ("frames", "seed"),
+    "assets.visibility": ("visibility",),
+    "assets.qa": ("profiles", "seed"),
+    "assets.pinpoint": ("pinpointqa", "profiles", "seed"),
+    "assets.membership": (),
+    "assets.release": ("gate", "seed"),
+}
+
+
+@lru_cache(maxsize=None)
+def run_config_digest(module: str) -> str:
+    """Digest of the run-config fields ``module`` reads (``CONFIG_READ``), from the deployment's config
+    (``SCAN2QA_CONFIG`` or ./scan2qa.yaml, as ``resources.storage.StorageResource.from_env`` loads it)."""
+    import json
+
+    from resources.storage import StorageResource
+
+    fields = CONFIG_READ.get(module, ())
+    if not fields:
+        return ""
+    values = StorageResource.from_env().config().to_dict()
+    return hashlib.sha256(json.dumps({f: values.get(f) for f in fields}, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def asset_version(module: str) -> str:
+    """The code version Dagster records: the module's source (``code_version``) and the config it reads."""
+    digest = run_config_digest(module)
+    if not digest:
+        return code_version(module)
+    return hashlib.sha256(f"{code_version(module)}:{digest}".encode()).hexdigest()[:12]
+
+
 # --- declarations -------------------------------------------------------------------------------------------------
 
 
@@ -148,7 +185,7 @@ def table_asset(table: str, module: str) -> dict[str, Any]:
         "kinds": set(TABLE_KINDS),
         "owners": list(OWNERS),
         "tags": {"stage": _stage(module)},
-        "code_version": code_version(module),
+        "code_version": asset_version(module),
         "metadata": {"dagster/column_schema": column_schema(table), "table": table},
     }
 
@@ -161,7 +198,7 @@ def table_out(table: str, module: str, description: str, **extra: Any) -> dg.Ass
 def file_asset(module: str, kinds: set[str]) -> dict[str, Any]:
     """Keyword arguments for an asset whose output is files rather than a table (videos, the release)."""
     return {"kinds": set(kinds), "owners": list(OWNERS), "tags": {"stage": _stage(module)},
-            "code_version": code_version(module)}
+            "code_version": asset_version(module)}
 
 
 # --- per-materialization metadata ---------------------------------------------------------------------------------

@@ -206,3 +206,47 @@ def test_sensor_interval_must_be_a_positive_number(monkeypatch, value):
     monkeypatch.setenv("SCAN2QA_SENSOR_INTERVAL", value)
     with pytest.raises(ValueError, match="SCAN2QA_SENSOR_INTERVAL"):
         sensor_interval(120)
+
+
+VERSIONS_SCRIPT = """
+import json, warnings
+warnings.filterwarnings("ignore")
+from assets.definitions import defs
+graph = defs.resolve_asset_graph()
+versions = {k.to_user_string(): graph.get(k).code_version for k in graph.get_all_asset_keys() if graph.get(k).is_materializable}
+downstream = {k.to_user_string(): sorted(d.to_user_string() for d in graph.get(k).child_keys) for k in graph.get_all_asset_keys()}
+print(json.dumps({"versions": versions, "children": downstream}))
+"""
+
+
+def _versions(tmp_path, config_text: str) -> dict:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    config = tmp_path / f"config{abs(hash(config_text))}.yaml"
+    config.write_text(config_text)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCAN2QA_")}
+    env["SCAN2QA_CONFIG"] = str(config)
+    done = subprocess.run([sys.executable, "-c", VERSIONS_SCRIPT], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_changed_threshold_changes_the_version_of_exactly_the_assets_that_read_it(tmp_path):
+    """Dagster marks an asset stale when its code version changes, and everything downstream with it."""
+    before = _versions(tmp_path, "visibility:\n  fraction_threshold: 0.05\n")
+    after = _versions(tmp_path, "visibility:\n  fraction_threshold: 0.08\n")
+    changed = {k for k, v in after["versions"].items() if before["versions"][k] != v}
+    assert changed == {"visibility", "object_visibility", "dummy_videos"}, changed  # assets/visibility.py
+    stale, todo = set(changed), list(changed)
+    while todo:
+        for child in before["children"][todo.pop()]:
+            if child not in stale:
+                stale.add(child)
+                todo.append(child)
+    assert {"qa_candidates", "qa", "release", "scan_membership"} <= stale
+    assert not stale & {"scans", "objects", "frames", "frame_samples", "scan_videos", "pinpoint_targets"}
+    same = _versions(tmp_path, "visibility:\n  fraction_threshold: 0.05\n")
+    assert same["versions"] == before["versions"]  # the version is the config's content, not the file

@@ -20,7 +20,8 @@ import polars as pl
 from pipeline import storage
 from pipeline.config import Config
 from pipeline.release.atomic import RELEASED_TABLES, Release, publish, remove_abandoned_staging, write_release
-from pipeline.release.verdicts import apply_verdicts, read_verdicts
+from pipeline.release.churn import previous_release_qa
+from pipeline.release.verdicts import apply_verdicts, outcome_checks, read_verdicts, release_verdict_outcomes
 from pipeline.scene.scan_notes import read_excluded
 from pipeline.table_scan import read_tables
 
@@ -42,6 +43,7 @@ class ReleaseOutcome:
     data_docs: Path | str
     rejected: list[str]
     orphan_verdicts: list[str]
+    verdicts: list[dict] | None = None  # every verdict, applied or why not (verdicts.verdict_outcomes)
 
 
 def read_dataset_table(tables_root: str, name: str, storage_options: dict | None = None) -> pl.DataFrame | None:
@@ -101,9 +103,12 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
     tables = dict(tables if tables is not None else collect_tables(config))
     if "qa" not in tables:
         raise ReleaseBlocked("no qa table has been built yet: nothing to release", {"success": False, "results": []})
-    verdicts = read_verdicts(config.verdicts_path)
+    verdicts = read_verdicts(config.verdicts_path, config.storage_options)
     excluded = read_excluded(config.output_root, config.storage_options)  # failed scans, skipped folders
-    tables = without_scans(tables, {entry["key"] for entry in excluded["failed_scans"]})
+    excluded_keys = {entry["key"] for entry in excluded["failed_scans"]}
+    previous = previous_release_qa(config.releases_root, config.storage_options)  # LATEST before this release
+    outcomes = release_verdict_outcomes(tables, verdicts, excluded_keys, previous[1] if previous else None)
+    tables = without_scans(tables, excluded_keys)
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
     videos = _release_videos(tables, out_root)  # what the released questions play; the gate does not change qa
     if "dummy_videos" in tables:  # every released row names a video the release ships (before the gate sees it)
@@ -131,9 +136,13 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
                 rejected=rejected,
                 seed=config.seed,
                 excluded_scans=excluded,
+                verdicts=outcomes,
+                previous_qa=previous[1] if previous else None,
+                previous_version=previous[0] if previous else None,
             )
 
         checks = gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans, "excluded_scans": excluded}
+        checks |= outcome_checks(outcomes)
         if local:
             release = write_release(
                 Path(out_root.path) / "releases", released, config=config.to_dict(), checks=checks,
@@ -145,6 +154,7 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
                 data_docs=release.path / DATA_DOCS_INDEX,
                 rejected=rejected,
                 orphan_verdicts=orphans,
+                verdicts=outcomes,
             )
         with tempfile.TemporaryDirectory(prefix="scan2qa-release-") as staging_root:
             staged = write_release(
@@ -158,6 +168,7 @@ def build_release(config: Config, tables: dict[str, pl.DataFrame] | None = None,
         data_docs=f"{remote}/{DATA_DOCS_INDEX}",
         rejected=rejected,
         orphan_verdicts=orphans,
+        verdicts=outcomes,
     )
 
 

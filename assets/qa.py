@@ -76,12 +76,14 @@ def qa(
     context: dg.AssetExecutionContext, storage: StorageResource, qa_candidates: TableParts, pinpoint_qa: pl.DataFrame
 ):
     from pipeline.qa.finalize import finalize_qa_parts
+    from pipeline.release.verdicts import accepted_ids, read_verdicts
 
     config = storage.config()
     drops: list[pl.DataFrame] = []
+    pinned = accepted_ids(read_verdicts(config.verdicts_path, config.storage_options))  # accepted: never dropped
     # Candidates arrive unread: thousands of scans' worth is read in batches of whole scans.
     tables = finalize_qa_parts(
-        qa_candidates, profiles=question_profiles(config.profiles), seed=config.seed, drops=drops
+        qa_candidates, profiles=question_profiles(config.profiles), seed=config.seed, drops=drops, pinned=pinned
     )
     if "pinpointqa" in config.profiles:
         tables.append(schemas.conform("qa", pinpoint_qa))

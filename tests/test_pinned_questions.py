@@ -136,9 +136,12 @@ def test_pins_fill_their_class_budget_first():
 
 
 def test_a_class_pinned_past_the_cap_lets_the_others_keep_more():
-    assert _water_fill([10, 3, 3, 3], 0.4) == 5  # 5 <= 0.4 * (5 + 9)
-    assert _water_fill([10, 3, 3, 3], 0.4, [6, 0, 0, 0]) == 6  # six pinned: 6 <= 0.4 * (6 + 9)
-    assert _water_fill([10, 3, 3, 3], 0.4, [2, 1, 0, 0]) == 5  # pins under the cap change nothing
+    sizes = [20, 20, 2, 2, 2]
+    assert _water_fill(sizes, 0.4) == 12  # 12 <= 0.4 * (12 + 12 + 6)
+    # 16 pinned in the first class: the second may keep 14 (14 <= 0.4 * (16 + 14 + 6)), so the first holds
+    # 16 / 36 = 44% of the type, not the 16 / 34 = 47% the unpinned cap would leave.
+    assert _water_fill(sizes, 0.4, [16, 0, 0, 0, 0]) == 14
+    assert _water_fill(sizes, 0.4, [5, 3, 1, 0, 0]) == 12  # pins under the cap change nothing
 
 
 def test_caps_and_subsampling_keep_pinned_questions(candidates):

@@ -17,6 +17,7 @@ from pipeline.release.verdicts import (
     accepted_ids,
     read_verdicts,
     verdict_outcomes,
+    verdicts_fingerprint,
 )
 from pipeline.storage import upath
 from tests.test_quality_gate import _tables
@@ -57,6 +58,7 @@ def test_spreadsheet_exports_read_as_written(tmp_path):
     verdicts = read_verdicts(path)
     assert verdicts.rows() == [("q1", "reject", "wrong", "bob"), ("q2", "reject", "second look", "ann")]
     assert read_verdicts(tmp_path / "absent.csv").is_empty()
+    assert verdicts_fingerprint(tmp_path / "absent.csv") == {"version": "absent", "exists": False, "rows": 0}
     assert accepted_ids(read_verdicts(path)) == set()
 
 
@@ -70,6 +72,8 @@ def test_a_verdict_in_the_bucket_rejects_a_question(tmp_path, s3_bucket):
         HEADER + "q3,reject,two tables in view,ann\nq5,accept,,bob\n"
     )
     config = Config(output_root=out, storage_options=s3_bucket.options)
+    seen = verdicts_fingerprint(config.verdicts_path, config.storage_options)  # what the observation records
+    assert seen["exists"] and seen["rows"] == 2 and seen["version"] != "absent"
     outcome = build_release(config, tables=_tables())
     assert outcome.rejected == ["q3"]
     released = upath(f"{outcome.release.path}/tables/qa.parquet", s3_bucket.options)

@@ -56,6 +56,25 @@ def read_verdicts(path: str | os.PathLike | None, storage_options: dict | None =
     return parse_verdicts(data, str(location))
 
 
+def verdicts_fingerprint(path: str | os.PathLike | None, storage_options: dict | None = None) -> dict:
+    """``version`` (of the bytes; "absent" without a file), ``exists`` and ``rows``: what an observation records.
+
+    Read through the storage layer like ``read_verdicts``, so a file in a bucket is seen (a local file test
+    on an ``s3://`` URI always says absent).
+    """
+    import hashlib
+
+    absent = {"version": "absent", "exists": False, "rows": 0}
+    if path is None:
+        return absent
+    location = storage.upath(path, storage_options)
+    with storage.reaching(location):
+        if not location.exists():
+            return absent
+        data = location.read_bytes()
+    return {"version": hashlib.sha256(data).hexdigest()[:16], "exists": True, "rows": max(0, len(data.splitlines()) - 1)}
+
+
 def parse_verdicts(data: bytes, name: str) -> pl.DataFrame:
     """The verdicts in ``data`` (CSV bytes); ``name`` is the file the error lines name."""
     try:

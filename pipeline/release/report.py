@@ -497,10 +497,11 @@ def verdicts_section(outcomes: list[dict]) -> str:
     ]
     if applied:
         out.append("<h3>Applied</h3>")
+        # The text of a rejected question, which the release no longer has; an accepted one is in the release.
         out.append(_table(
-            ["question id", "verdict", "reviewer", "note", "scan", "question type", "question"],
+            ["question id", "verdict", "reviewer", "note", "scan", "question type", "rejected question"],
             [[_esc(o["qa_id"]), _esc(o["verdict"]), _esc(o["reviewer"]), _esc(o["note"]), _esc(o["key"]),
-              _esc(o["question_type"]), _esc(o["question"])] for o in applied],
+              _esc(o["question_type"]), _esc(o["question"]) if o["verdict"] == "reject" else ""] for o in applied],
             left=7,
         ))
     if not_applied:

@@ -73,6 +73,7 @@ def qa_candidates(
         "pinpoint_qa": dg.AssetIn("pinpoint_qa"),
         "scan_membership": dg.AssetIn("scan_membership"),
     },
+    deps=["reviewer_verdicts"],  # accepted questions are pinned: a new verdict makes qa stale
     group_name="qa",
     can_subset=False,
 )
@@ -85,14 +86,16 @@ def qa(
 ):
     from pipeline.qa.finalize import finalize_qa_parts
     from pipeline.release.membership import built_keys
+    from pipeline.release.verdicts import accepted_ids, read_verdicts
 
     config = storage.config()
     drops: list[pl.DataFrame] = []
+    pinned = accepted_ids(read_verdicts(config.verdicts_path, config.storage_options))  # accepted: never dropped
     # Candidates arrive unread: thousands of scans' worth is read in batches of whole scans, and only the scans
     # the instance says were built (a failed rerun's partition may still hold its old file).
     tables = finalize_qa_parts(
         qa_candidates.only(built_keys(scan_membership)), profiles=question_profiles(config.profiles),
-        seed=config.seed, drops=drops,
+        seed=config.seed, drops=drops, pinned=pinned,
     )
     if "pinpointqa" in config.profiles:
         tables.append(schemas.conform("qa", pinpoint_qa))

@@ -28,13 +28,13 @@ from resources.storage import StorageResource
 def reviewer_verdicts(storage: StorageResource) -> dg.ObserveResult:
     """Versioned by the file's content, so a new verdict marks the release stale (``verdicts_watch`` observes it
     whenever the file changes; ``scan2qa build`` before each release)."""
-    from pipeline.release.verdicts import ABSENT, verdicts_version
+    from pipeline.release.verdicts import verdicts_fingerprint
 
     config = storage.config()
-    version, rows = verdicts_version(config.verdicts_path, config.storage_options)
+    found = verdicts_fingerprint(config.verdicts_path, config.storage_options)
     return dg.ObserveResult(
-        data_version=dg.DataVersion(version),
-        metadata={"path": path_value(config.verdicts_path), "exists": version != ABSENT, "dagster/row_count": rows},
+        data_version=dg.DataVersion(found["version"]),
+        metadata={"path": path_value(config.verdicts_path), "exists": found["exists"], "dagster/row_count": found["rows"]},
     )
 
 

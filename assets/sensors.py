@@ -33,7 +33,6 @@ from assets.automation import AUTOMATION_INTERVAL, automation_sensor
 from assets.deployment import sensor_interval, sensor_scan_job, sensor_status
 from assets.jobs import dataset_wide_keys
 from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG, scan_partitions
-from pipeline.release.verdicts import ABSENT
 from pipeline.scene.discovery import DiscoveryState, discovery_tick
 from resources.storage import StorageResource
 
@@ -100,17 +99,18 @@ def built_fingerprint(instance: dg.DagsterInstance, key: str) -> str | None:
 )
 def verdicts_watch(context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SensorResult:
     """An observation (no run) with the file's content hash as data version; automation does the rest."""
-    from pipeline.release.verdicts import verdicts_version
+    from pipeline.release.verdicts import verdicts_fingerprint
 
     config = storage.config()
-    version, rows = verdicts_version(config.verdicts_path, config.storage_options)
+    found = verdicts_fingerprint(config.verdicts_path, config.storage_options)
+    version, rows = found["version"], found["rows"]
     if version == context.cursor:
         return dg.SensorResult(skip_reason=f"{config.verdicts_path}: unchanged ({rows} verdicts)")
     if context.cursor is None and observed_version(context.instance) == version:
         return dg.SensorResult(skip_reason=f"{config.verdicts_path}: already observed ({rows} verdicts)", cursor=version)
     observation = dg.AssetObservation(
         asset_key="reviewer_verdicts",
-        metadata={"path": config.verdicts_path, "exists": version != ABSENT, "dagster/row_count": rows},
+        metadata={"path": config.verdicts_path, "exists": found["exists"], "dagster/row_count": rows},
         tags={DATA_VERSION_TAG: version},
     )
     context.log.info(f"verdicts_watch: {config.verdicts_path} changed: {rows} verdicts (version {version})")

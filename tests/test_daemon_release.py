@@ -137,7 +137,7 @@ def test_sensor_and_automation_alone_publish_exclude_and_restore(tmp_path, daemo
                                 600, daemon, log)
             assert rejected not in release.qa_ids(reviewed)
             assert rejected in release.manifest(reviewed)["checks"]["rejected_by_reviewers"]
-            # REPORT-LISTS-VERDICTS assert rejected in release.report(reviewed)
+            assert rejected in release.report(reviewed)
 
             # 3. One scan's mesh breaks: its rerun fails and the next release leaves it out, naming the error.
             mesh = tmp_path / "scans" / "synth0001_00" / "synth0001_00_vh_clean_2.ply"

@@ -33,6 +33,13 @@ follow their real counterparts afterwards). Every dropped question is recorded
 with its class and reason (``qa_distribution_drops``), so ``scan2qa stats`` can
 show what the control did and the baseline before and after.
 
+Questions a reviewer accepted are ``pinned``: the control is dataset-wide, so
+one more scan changes which members of a class fill its cap, and without pins
+an accepted question could leave the next release. A pinned question is kept
+in every choice, fills its class's cap before the others, and counts in the
+water-filling (a class pinned past C enlarges the kept set, so the others may
+keep more and the share stays as close to ``max_share`` as the pins allow).
+
 Per-scene caps come first and see only one scan, so ``row_classes`` lets
 them prefer a scan's rarer classes (one of each class before a second of any),
 which is what gives this step enough "back" answers to balance.
@@ -42,13 +49,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import polars as pl
 
 from pipeline import schemas
-from pipeline.qa.ids import unit_draws
+from pipeline.qa.ids import id_among, unit_draws
 from pipeline.qa.profiles import Profile, TaskRule
 from pipeline.scoring.metrics import MRA_THRESHOLDS, _mode_answer, score_constant_answer
 
@@ -130,45 +137,67 @@ def best_constant_score(values: Sequence[float]) -> float | None:
     return best
 
 
-def _water_fill(sizes: Sequence[int], share: float) -> int:
+def _water_fill(sizes: Sequence[int], share: float, pinned: Sequence[int] | None = None) -> int:
     """The largest per-class cap C with C <= share * sum(min(n, C)).
 
     With fewer than 1/share classes no subset meets the share (k classes hold at
     least 1/k each); then nothing is capped, rather than cutting every class to one.
+    ``pinned`` (per class, how many of its members must stay) counts a class as
+    max(pinned, min(n, C)): pins past C enlarge the kept set, so the other classes
+    may keep more and the pinned class's share stays as low as it can.
     """
     cap = max(sizes) if sizes else 0
-    while cap > 1 and cap > share * sum(min(n, cap) for n in sizes) + 1e-9:
-        cap -= 1
+    if pinned is None:
+        while cap > 1 and cap > share * sum(min(n, cap) for n in sizes) + 1e-9:
+            cap -= 1
+    else:
+        while cap > 1 and cap > share * sum(max(p, min(n, cap)) for n, p in zip(sizes, pinned)) + 1e-9:
+            cap -= 1
     if cap <= 1 and 1 > share * len(sizes) + 1e-9:
         return max(sizes) if sizes else 0
     return max(cap, 1)
 
 
-def _select(classes: list[str], draws: list[float], ids: list[str], cap: int) -> np.ndarray:
-    """Keep mask: per class, the ``cap`` lowest (draw, id)."""
+def _select(classes: list[str], draws: list[float], ids: list[str], cap: int, pinned: np.ndarray | None = None) -> np.ndarray:
+    """Keep mask: per class, the ``cap`` lowest (draw, id); pinned rows first, and all of them even over ``cap``."""
     keep = np.zeros(len(classes), dtype=bool)
     by_class: dict[str, list[int]] = {}
     for i, c in enumerate(classes):
         by_class.setdefault(c, []).append(i)
     for members in by_class.values():
-        members.sort(key=lambda i: (draws[i], ids[i]))
-        keep[members[:cap]] = True
+        if pinned is None:
+            members.sort(key=lambda i: (draws[i], ids[i]))
+            keep[members[:cap]] = True
+        else:
+            members.sort(key=lambda i: (not pinned[i], draws[i], ids[i]))
+            keep[members[: max(cap, int(pinned[members].sum()))]] = True
     return keep
 
 
 RESAMPLE_ATTEMPTS = 16  # other seeded choices of which members of an over-full class stay, when the first raises the baseline
 
 
-def _capped_keep(part: pl.DataFrame, rule: TaskRule, classes: list[str], draws: list[float], prior) -> tuple[np.ndarray, str]:
-    """Keep mask and drop reason for one ordering of the rows (``draws``): the share cap, then the ceiling."""
+def _capped_keep(
+    part: pl.DataFrame, rule: TaskRule, classes: list[str], draws: list[float], prior, pinned: np.ndarray | None = None
+) -> tuple[np.ndarray, str]:
+    """Keep mask and drop reason for one ordering of the rows (``draws``): the share cap, then the ceiling.
+
+    ``pinned`` rows (a mask, or None) are kept whatever the caps, and fill their class's cap first.
+    """
     settings = balance_settings(rule)
     share = settings.get("max_share")
     ceiling = settings.get("max_frequency")
     ids = part["id"].to_list()
     sizes = list({c: classes.count(c) for c in dict.fromkeys(classes)}.values())
-    cap = _water_fill(sizes, float(share)) if share is not None else max(sizes)
+    pinned_sizes = None
+    if pinned is not None:
+        pinned_count = {c: 0 for c in dict.fromkeys(classes)}
+        for c, p in zip(classes, pinned):
+            pinned_count[c] += bool(p)
+        pinned_sizes = list(pinned_count.values())
+    cap = _water_fill(sizes, float(share), pinned_sizes) if share is not None else max(sizes)
     reason = f"answer class over {100 * float(share):g}% of its type" if share is not None else ""
-    keep = _select(classes, draws, ids, cap)
+    keep = _select(classes, draws, ids, cap, pinned)
     if ceiling is not None:
         step = max(1, cap // 25)
         share_keep, share_reason = keep, reason
@@ -176,7 +205,7 @@ def _capped_keep(part: pl.DataFrame, rule: TaskRule, classes: list[str], draws: 
             if prior(keep) <= float(ceiling) + 1e-12:
                 break
             cap = max(1, cap - step)
-            keep = _select(classes, draws, ids, cap)
+            keep = _select(classes, draws, ids, cap, pinned)
             reason = f"answer class over {cap} questions (a constant answer scored above {100 * float(ceiling):g}%)"
         if prior(keep) > float(ceiling) + 1e-12:
             # Out of reach (the answers are too alike for any subset to spread): gutting the type would not
@@ -185,7 +214,9 @@ def _capped_keep(part: pl.DataFrame, rule: TaskRule, classes: list[str], draws: 
     return keep, reason
 
 
-def control_group(part: pl.DataFrame, rule: TaskRule, seed: int) -> tuple[np.ndarray, str]:
+def control_group(
+    part: pl.DataFrame, rule: TaskRule, seed: int, pinned: np.ndarray | None = None
+) -> tuple[np.ndarray, str]:
     """Keep mask of one group's rows and the reason the others were dropped.
 
     The control never makes a baseline worse: for numbers the mode is a property
@@ -194,6 +225,10 @@ def control_group(part: pl.DataFrame, rule: TaskRule, seed: int) -> tuple[np.nda
     When the first choice of survivors scores above the whole group, up to
     ``RESAMPLE_ATTEMPTS`` other seeded choices are tried and the lowest-scoring
     one that does not rise is kept; if none exists the group is left whole.
+
+    ``pinned`` (a mask over the rows, or None) marks questions a reviewer accepted: every choice keeps
+    them, and they count toward their class's cap before any other member, so the kept set stays
+    within the share and ceiling as far as the pins allow.
     """
     settings = balance_settings(rule)
     bin_width = float(settings.get("bin_width", 0.1))
@@ -218,29 +253,39 @@ def control_group(part: pl.DataFrame, rule: TaskRule, seed: int) -> tuple[np.nda
     def no_worse(keep: np.ndarray) -> bool:
         return content(keep) <= before[0] + 1e-12 and (not on_best or best(keep) <= before[1] + 1e-12)
 
-    keep, reason = _capped_keep(part, rule, classes, unit_draws(seed, "distribution", ids), prior)
+    keep, reason = _capped_keep(part, rule, classes, unit_draws(seed, "distribution", ids), prior, pinned)
     if keep.all() or no_worse(keep):
         return keep, reason
     chosen = None
     for attempt in range(1, RESAMPLE_ATTEMPTS + 1):
-        other, other_reason = _capped_keep(part, rule, classes, unit_draws(seed, f"distribution/{attempt}", ids), prior)
+        other, other_reason = _capped_keep(
+            part, rule, classes, unit_draws(seed, f"distribution/{attempt}", ids), prior, pinned
+        )
         if no_worse(other) and (chosen is None or prior(other) < prior(chosen[0]) - 1e-12):
             chosen = (other, other_reason)
     return chosen if chosen is not None else (whole, "")
 
 
-def control_distribution(qa: pl.DataFrame, profile: Profile, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(kept qa rows, ``qa_distribution_drops`` record) under the profile's ``balance`` rules."""
+def control_distribution(
+    qa: pl.DataFrame, profile: Profile, seed: int, pinned: Collection[str] = frozenset()
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(kept qa rows, ``qa_distribution_drops`` record) under the profile's ``balance`` rules.
+
+    ``pinned`` question ids (accepted by a reviewer) are never dropped; with none, nothing changes.
+    """
     balanced = [qt for qt, rule in profile.tasks.items() if rule.balance]
     real = (pl.col("video_kind").fill_null("real") == "real") & pl.col("question_type").is_in(balanced)
     controlled = qa.with_row_index("_row").filter(real)
     if controlled.is_empty():
         return qa, schemas.empty("qa_distribution_drops")
+    if pinned:
+        controlled = controlled.with_columns(id_among(pinned).alias("_pinned"))
     dropped_rows: list[int] = []
     records: list[dict] = []
     for _, part in controlled.sort([*GROUP, "id"]).group_by(list(GROUP), maintain_order=True):
         rule = profile.task(part["question_type"][0])
-        keep, reason = control_group(part, rule, seed)
+        pins = part["_pinned"].to_numpy() if pinned else None
+        keep, reason = control_group(part, rule, seed, pins if pins is not None and pins.any() else None)
         if keep.all():
             continue
         bin_width = float(balance_settings(rule).get("bin_width", 0.1))

@@ -19,12 +19,13 @@ profile (``keep`` and ``exclude`` of each task):
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 
 import numpy as np
 import polars as pl
 
 from pipeline.qa.distribution import row_classes
-from pipeline.qa.ids import unit_draws
+from pipeline.qa.ids import id_among, unit_draws
 from pipeline.qa.profiles import Profile, TaskRule
 
 
@@ -63,12 +64,15 @@ def _without_rows(qa: pl.DataFrame, rows: list[int]) -> pl.DataFrame:
     return qa.filter(pl.Series(keep))
 
 
-def apply_keep_rules(qa: pl.DataFrame, profile: Profile, seed: int) -> pl.DataFrame:
+def apply_keep_rules(qa: pl.DataFrame, profile: Profile, seed: int, pinned: Collection[str] = frozenset()) -> pl.DataFrame:
     """Drop excluded questions and subsample real-video questions; dummy questions follow later.
 
     Only types whose rule excludes names or sets keep rates can lose a
     question, so only their geometry is parsed, and only a probability
-    strictly between 0 and 1 needs a draw.
+    strictly between 0 and 1 needs a draw. A ``pinned`` question (accepted by
+    a reviewer) is never lost to a draw; a rule that leaves no chance at all
+    (an excluded name, a zero rate) still drops it: a pin holds a question
+    against sampling, not against the profile.
     """
     real = qa.with_row_index("_row").filter(_is_real())
     rules = {t: profile.task(t) for t in real["question_type"].unique(maintain_order=True).to_list()}
@@ -86,16 +90,18 @@ def apply_keep_rules(qa: pl.DataFrame, profile: Profile, seed: int) -> pl.DataFr
         else:
             dropped.append(row)  # a draw in [0, 1) is never below p <= 0
     draws = unit_draws(seed, "keep", [qid for _, qid, _ in uncertain])
-    dropped += [row for (row, _, p), draw in zip(uncertain, draws) if not draw < p]
+    dropped += [row for (row, qid, p), draw in zip(uncertain, draws) if not draw < p and qid not in pinned]
     return _without_rows(qa, dropped)
 
 
-def apply_caps(qa: pl.DataFrame, profile: Profile, seed: int) -> pl.DataFrame:
+def apply_caps(qa: pl.DataFrame, profile: Profile, seed: int, pinned: Collection[str] = frozenset()) -> pl.DataFrame:
     """At most ``cap_per_scene`` real questions per scan, budget and type: the lowest draws (then ids) win.
 
     For a type with an answer-distribution rule (``balance``) a scan's questions
     are taken one per answer class in turn (each class in draw order), so the
     scan's rarer answers survive the cap; other types are ranked by draw alone.
+    ``pinned`` questions fill the cap before any other (and count as their
+    class's first members in the turns that follow), and are kept even past it.
     """
     real = qa.filter(_is_real()).select("id", "key", "budget", "question_type", "options", "geometry", "answer_value")
     if real.is_empty():
@@ -106,17 +112,21 @@ def apply_caps(qa: pl.DataFrame, profile: Profile, seed: int) -> pl.DataFrame:
     over = real.with_columns(pl.col("question_type").replace_strict(caps, return_dtype=pl.Int64).alias("_cap")).filter(
         pl.col("_cap").is_not_null() & (pl.len().over(group) > pl.col("_cap"))
     )
+    first = ["_unpinned"] if pinned else []  # with no pins the ranking is exactly the unpinned one
+    if pinned:
+        over = over.with_columns((~id_among(pinned)).alias("_unpinned"))
     ranked = (
         over.with_columns(
             pl.Series("_draw", unit_draws(seed, "cap", over["id"].to_list()), dtype=pl.Float64),
             row_classes(over, profile),
         )
-        .sort([*group, "_draw", "id"], maintain_order=True)
+        .sort([*group, *first, "_draw", "id"], maintain_order=True)
         .with_columns(pl.int_range(pl.len()).over([*group, "_class"]).alias("_class_rank"))
-        .sort([*group, "_class_rank", "_draw", "id"], maintain_order=True)
+        .sort([*group, *first, "_class_rank", "_draw", "id"], maintain_order=True)
         .with_columns(pl.int_range(pl.len()).over(group).alias("_rank"))
     )
-    dropped = ranked.filter(pl.col("_rank") >= pl.col("_cap"))["id"]
+    dropping = pl.col("_rank") >= pl.col("_cap")
+    dropped = ranked.filter(dropping & pl.col("_unpinned") if pinned else dropping)["id"]
     return qa.filter(~pl.col("id").is_in(dropped.unique().sort().to_list())) if dropped.len() else qa
 
 

@@ -14,6 +14,8 @@ import functools
 import hashlib
 from collections.abc import Iterable
 
+import polars as pl
+
 from pipeline.seeding import stable_id, stable_int
 
 _TWO_64 = 2.0**64
@@ -52,3 +54,8 @@ def presentation_key(*parts: object) -> int:
     (``typed``, so ``1`` and ``True``, which print differently, are told apart).
     """
     return stable_int("presentation", *parts)
+
+
+def id_among(ids: Iterable[str]) -> pl.Expr:
+    """Whether a row's ``id`` is one of ``ids`` (a set of pinned questions, say), as one polars expression."""
+    return pl.col("id").is_in(pl.Series(list(ids), dtype=pl.String).implode())

@@ -20,8 +20,9 @@ import polars as pl
 from pipeline import schemas, storage
 from pipeline.config import Config
 from pipeline.release.atomic import RELEASED_TABLES, Release, publish, remove_abandoned_staging, write_release
-from pipeline.release.verdicts import apply_verdicts, read_verdicts
+from pipeline.release.churn import previous_release_qa
 from pipeline.release.membership import built_keys, excluded_scans
+from pipeline.release.verdicts import apply_verdicts, outcome_checks, read_verdicts, release_verdict_outcomes
 from pipeline.scene.scan_notes import read_skipped
 from pipeline.table_scan import existing, read_tables
 
@@ -43,6 +44,7 @@ class ReleaseOutcome:
     data_docs: Path | str
     rejected: list[str]
     orphan_verdicts: list[str]
+    verdicts: list[dict] | None = None  # every verdict, applied or why not (verdicts.verdict_outcomes)
 
 
 def read_dataset_table(
@@ -110,9 +112,12 @@ def build_release(
     tables = dict(tables if tables is not None else collect_tables(config, keys=keys))
     if "qa" not in tables:
         raise ReleaseBlocked("no qa table has been built yet: nothing to release", {"success": False, "results": []})
-    verdicts = read_verdicts(config.verdicts_path)
+    verdicts = read_verdicts(config.verdicts_path, config.storage_options)
     skipped = read_skipped(config.output_root, config.storage_options)
     excluded = excluded_scans(membership if membership is not None else schemas.empty("scan_membership"), skipped)
+    excluded_keys = {entry["key"] for entry in excluded["failed_scans"]}
+    previous = previous_release_qa(config.releases_root, config.storage_options)  # LATEST before this release
+    outcomes = release_verdict_outcomes(tables, verdicts, excluded_keys, previous[1] if previous else None)
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
     videos = _release_videos(tables, out_root)  # what the released questions play; the gate does not change qa
     if "dummy_videos" in tables:  # every released row names a video the release ships (before the gate sees it)
@@ -140,9 +145,13 @@ def build_release(
                 rejected=rejected,
                 seed=config.seed,
                 excluded_scans=excluded,
+                verdicts=outcomes,
+                previous_qa=previous[1] if previous else None,
+                previous_version=previous[0] if previous else None,
             )
 
         checks = gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans, "excluded_scans": excluded}
+        checks |= outcome_checks(outcomes)
         if local:
             release = write_release(
                 Path(out_root.path) / "releases", released, config=config.to_dict(), checks=checks,
@@ -154,6 +163,7 @@ def build_release(
                 data_docs=release.path / DATA_DOCS_INDEX,
                 rejected=rejected,
                 orphan_verdicts=orphans,
+                verdicts=outcomes,
             )
         with tempfile.TemporaryDirectory(prefix="scan2qa-release-") as staging_root:
             staged = write_release(
@@ -167,6 +177,7 @@ def build_release(
         data_docs=f"{remote}/{DATA_DOCS_INDEX}",
         rejected=rejected,
         orphan_verdicts=orphans,
+        verdicts=outcomes,
     )
 
 

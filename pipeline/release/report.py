@@ -29,6 +29,7 @@ import numpy as np
 import polars as pl
 
 from pipeline import seeding
+from pipeline.release.churn import CHURN_COLUMNS, churn, churn_totals
 from pipeline.scene.scan_notes import notes_html
 from pipeline.schemas import BUDGETS
 from pipeline.qa.stats import baseline_rows
@@ -335,7 +336,12 @@ def render_report(
     frames_per_question: int = 4,
     seed: int = 0,
     excluded_scans: dict | None = None,
+    verdicts: list[dict] | None = None,
+    previous_qa: pl.DataFrame | None = None,
+    previous_version: str | None = None,
 ) -> str:
+    """The page; ``verdicts`` are ``verdict_outcomes`` (each verdict, applied or why not), ``previous_qa`` the
+    qa table of the release this one follows (its churn is shown), ``previous_version`` its name."""
     qa = tables["qa"]
     frame_samples = tables.get("frame_samples", pl.DataFrame())
     visibility = tables.get("visibility", pl.DataFrame())
@@ -376,6 +382,9 @@ def render_report(
             left=2,
         )
     )
+
+    if previous_qa is not None:
+        parts.append(churn_section(churn(previous_qa, qa), previous_version))
 
     # Answer distributions (real videos).
     parts.append(
@@ -438,7 +447,9 @@ def render_report(
             _table(["expectation", "result", "failing rows", "what must hold", "a failure means", "first failing ids"], rows, left=2)
         )
 
-    if rejected or orphan_verdicts:
+    if verdicts:
+        parts.append(verdicts_section(verdicts))
+    elif rejected or orphan_verdicts:
         parts.append("<h2>Reviewer verdicts</h2>")
         parts.append(f"<p>{len(rejected or [])} questions excluded as rejected.</p>")
         if orphan_verdicts:
@@ -469,6 +480,60 @@ def render_report(
     parts.extend(render_item(item, labels) for item in items)
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def verdicts_section(outcomes: list[dict]) -> str:
+    """Every verdict: those applied (with the question), then those that could not be, and why."""
+    applied = [o for o in outcomes if o["applied"]]
+    not_applied = [o for o in outcomes if not o["applied"]]
+    rejected = sum(o["verdict"] == "reject" for o in applied)
+    accepted = len(applied) - rejected
+    out = [
+        "<h2>Reviewer verdicts</h2>",
+        f"<p>{len(outcomes)} verdict{'s' * (len(outcomes) != 1)}: {len(applied)} applied ({rejected} rejected "
+        f"question{'s' * (rejected != 1)} left out of this release, {accepted} accepted question"
+        f"{'s' * (accepted != 1)} kept: a later release keeps them while their scan is in it), "
+        f"{len(not_applied)} not applied.</p>",
+    ]
+    if applied:
+        out.append("<h3>Applied</h3>")
+        # The text of a rejected question, which the release no longer has; an accepted one is in the release.
+        out.append(_table(
+            ["question id", "verdict", "reviewer", "note", "scan", "question type", "rejected question"],
+            [[_esc(o["qa_id"]), _esc(o["verdict"]), _esc(o["reviewer"]), _esc(o["note"]), _esc(o["key"]),
+              _esc(o["question_type"]), _esc(o["question"]) if o["verdict"] == "reject" else ""] for o in applied],
+            left=7,
+        ))
+    if not_applied:
+        out.append("<h3>Not applied</h3>")
+        out.append(_table(
+            ["question id", "verdict", "reviewer", "note", "scan", "why"],
+            [[_esc(o["qa_id"]), _esc(o["verdict"]), _esc(o["reviewer"]), _esc(o["note"]), _esc(o.get("key") or ""),
+              _esc(o["reason"])] for o in not_applied],
+            left=6,
+        ))
+    return "".join(out)
+
+
+def churn_section(rows: list[dict], previous_version: str | None) -> str:
+    """Questions kept, new and gone since the previous release, per profile and type."""
+    name = f" {_esc(previous_version)}" if previous_version else ""
+    head = f"<h2>Compared with the previous release{name}</h2>"
+    if not rows:
+        return head + "<p>Neither release has questions.</p>"
+    total = churn_totals(rows)
+    headers = ["profile", "question type", "previous", "now", "kept", "new", "new in earlier scans", "gone",
+               "gone from released scans"]
+    body = [[_esc(r["profile"]), _esc(r["question_type"]), *[r[c] for c in CHURN_COLUMNS[2:]]] for r in rows]
+    body.append(["<b>all</b>", "", *[f"<b>{total[c]}</b>" for c in CHURN_COLUMNS[2:]]])
+    return (
+        head
+        + f"<p class=meta>By question id: of the previous {total['previous']} questions {total['kept']} kept and "
+        f"{total['gone']} gone ({total['gone_in_released_scans']} of them from scans this release still has); "
+        f"{total['new']} new ({total['new_in_previous_scans']} of them from scans the previous release had). "
+        "Questions a reviewer accepted are kept while their scan is released.</p>"
+        + _table(headers, body, left=2)
+    )
 
 
 def _warned_scans(scans: pl.DataFrame) -> pl.DataFrame | None:

@@ -188,3 +188,12 @@ def scan_membership(context: dg.AssetExecutionContext) -> pl.DataFrame:
     context.add_output_metadata({"states": dg.MetadataValue.json(state_counts(table)),
                                  "built": int(table.filter(pl.col("state") == BUILT).height)})
     return table
+
+
+def record_built_elsewhere(instance: dg.DagsterInstance, keys: Sequence[str]) -> None:
+    """Record every per-scan asset of ``keys`` as materialized, for tables written without a run of them
+    (``scan2qa bench dataset``'s replicas of built scans, tests that write tables directly), so that
+    membership holds them as the instance would after a build."""
+    for asset_key in per_scan_asset_keys():
+        for key in keys:
+            instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=asset_key, partition=key))

@@ -110,12 +110,14 @@ def test_sensor_and_automation_alone_publish_exclude_and_restore(tmp_path, daemo
     subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(staging), "--scenes", str(SCENES),
                     "--frames", str(FRAMES), "--seed", "0"], check=True, capture_output=True, cwd=REPO)
     shutil.copytree(staging, tmp_path / "scans")
+    monkeypatch.setenv("DAGSTER_HOME", daemon_env["DAGSTER_HOME"])
+    with dg.DagsterInstance.get():
+        pass  # the SQLite storage is created once here, not by the daemon and its code server racing each other
     log = tmp_path / "daemon.log"
     with open(log, "wb") as handle:
         daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", str(REPO / "workspace.yaml")],
                                   cwd=REPO, env=daemon_env, stdout=handle, stderr=subprocess.STDOUT,
                                   start_new_session=True)
-    monkeypatch.setenv("DAGSTER_HOME", daemon_env["DAGSTER_HOME"])
     release = Release(tmp_path / "out")
     try:
         with dg.DagsterInstance.get() as instance:

@@ -6,6 +6,7 @@ import dagster as dg
 import polars as pl
 
 import assets.pinpoint as pinpoint_assets
+from assets.membership import record_built_elsewhere, scan_membership
 from assets.partitions import scan_partitions
 from pipeline import schemas
 from pipeline.scene.mesh_artifact import write_mesh_artifact
@@ -37,7 +38,8 @@ def test_pinpoint_assets_materialize(tmp_path):
             write_table(upath(tables_root / name / f"{parsed.key}.parquet"), name, df)
         write_mesh_artifact(parsed, str(out))  # what the scene step stores for the steps after it
     sources = [dg.SourceAsset(key=name, partitions_def=scan_partitions) for name in UPSTREAM]
-    defs = [*sources, pinpoint_assets.pinpoint_representation, pinpoint_assets.pinpoint_qa_candidates, pinpoint_assets.pinpoint_qa]
+    defs = [*sources, pinpoint_assets.pinpoint_representation, pinpoint_assets.pinpoint_qa_candidates, pinpoint_assets.pinpoint_qa,
+            scan_membership]
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("scans", sorted(parsed_by_key))
     for key in sorted(parsed_by_key):
@@ -46,7 +48,9 @@ def test_pinpoint_assets_materialize(tmp_path):
             selection=[pinpoint_assets.pinpoint_representation, pinpoint_assets.pinpoint_qa_candidates],
         )
         assert result.success
-    result = dg.materialize(defs, resources=resources, instance=instance, selection=[pinpoint_assets.pinpoint_qa])
+    record_built_elsewhere(instance, sorted(parsed_by_key))  # upstream tables were written directly, not by runs
+    result = dg.materialize(defs, resources=resources, instance=instance,
+                            selection=[scan_membership, pinpoint_assets.pinpoint_qa])
     assert result.success
     final = read_table(upath(tables_root / "pinpoint_qa.parquet"), "pinpoint_qa")
     assert set(final["key"]) == set(parsed_by_key)

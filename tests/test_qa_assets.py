@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 import polars as pl
 
+from assets.membership import record_built_elsewhere, scan_membership
 from assets.partitions import scan_partitions
 from assets.qa import qa, qa_candidates
 from pipeline import schemas
@@ -36,7 +37,9 @@ def test_qa_assets_materialize_per_scan_then_dataset_wide(tmp_path):
     # The PinpointQA step is upstream of qa too; an empty table stands for a run that produced none.
     write_table(upath(tables_root / "pinpoint_qa.parquet"), "pinpoint_qa", schemas.empty("qa"))
     pinpoint = dg.SourceAsset(key="pinpoint_qa")
-    result = dg.materialize([*sources, pinpoint, qa_candidates, qa], resources=resources, instance=instance, selection=[qa])
+    record_built_elsewhere(instance, keys)  # upstream tables were written directly, not by runs
+    result = dg.materialize([*sources, pinpoint, qa_candidates, scan_membership, qa], resources=resources,
+                            instance=instance, selection=[scan_membership, qa])
     assert result.success
     final = read_table(upath(tables_root / "qa.parquet"), "qa")
     assert set(final["key"]) == set(keys)

@@ -19,6 +19,7 @@ it finishes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import tempfile
@@ -41,7 +42,7 @@ DEMO_SCENES = 8
 DEMO_FRAMES = 300
 WORKERS_VARIABLE = "SCAN2QA_WORKERS"
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-BUILD_JOB = "__ephemeral_asset_job__"  # the name dagster.materialize gives its runs; the sensors watch other jobs
+BUILD_JOB = "__ephemeral_asset_job__"  # the name dagster.materialize gives its runs (selections no job holds)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,30 +113,43 @@ def failed_checks(result: dg.ExecuteInProcessResult) -> list[str]:
 
 
 def materialize_quietly(
-    assets, selection, resources, instance, partition_key=None, tags=None, on_event=None, details=None
+    assets, selection, resources, instance, partition_key=None, tags=None, on_event=None, details=None,
+    job_name: str = BUILD_JOB,
 ) -> tuple[bool, str]:
     """One run of ``selection`` in this process; ``on_event`` hears its events as they are stored.
 
-    Returns (success, one-line error); ``details``, a list, receives the failed checks' expectations.
+    With ``job_name`` one of the code location's jobs (``scan_job``, ``dataset_job``, whose selection
+    ``selection`` must be), the run is recorded as a run of that job with its origin in the code location, so
+    the UI can re-execute it (``assets.run_origin``). Returns (success, one-line error); ``details``, a list,
+    receives the failed checks' expectations.
     """
     from dagster._core.utils import make_new_run_id
 
+    from assets.jobs import DATASET_JOB, SCAN_JOB
+    from assets.partitions import scan_partitions
+    from assets.run_origin import runs_from_code_location
+
     run_id = make_new_run_id()
+    located = job_name in (SCAN_JOB, DATASET_JOB)
     try:
+        job_tags = {"scan2qa/phase": "dataset"} if job_name == DATASET_JOB else None
+        partitions = scan_partitions if partition_key is not None else None
         defs = dg.Definitions(
-            jobs=[dg.define_asset_job(BUILD_JOB, selection=selection)], assets=assets, resources=resources
+            jobs=[dg.define_asset_job(job_name, selection=selection, partitions_def=partitions, tags=job_tags)],
+            assets=assets, resources=resources,
         )
-        job = defs.resolve_job_def(BUILD_JOB)
+        job = defs.resolve_job_def(job_name)
         if on_event is not None:
             instance.add_event_listener(run_id, on_event)
-        result = job.execute_in_process(
-            run_config=QUIET_RUN_CONFIG,
-            instance=instance,
-            partition_key=partition_key,
-            raise_on_error=False,
-            run_id=run_id,
-            tags=tags,
-        )
+        with runs_from_code_location(instance, job_name) if located else contextlib.nullcontext():
+            result = job.execute_in_process(
+                run_config=QUIET_RUN_CONFIG,
+                instance=instance,
+                partition_key=partition_key,
+                raise_on_error=False,
+                run_id=run_id,
+                tags=tags,
+            )
     except Exception as exc:  # a definition or resource error outside any step
         return False, f"{type(exc).__name__}: {exc}".splitlines()[0]
     finally:
@@ -268,7 +282,7 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
 
 def _build_in(instance, report, scans, definitions, resources, config, config_file, workers, dataset_wide) -> None:
     from assets.definitions import all_assets
-    from assets.jobs import dataset_wide_keys, per_scan_keys
+    from assets.jobs import DATASET_JOB, dataset_wide_keys, per_scan_keys
     from assets.scan_pool import ScanOutcome, ScanRunner, run_scans_in_pool
 
     finished = 0
@@ -308,7 +322,7 @@ def _build_in(instance, report, scans, definitions, resources, config, config_fi
         details: list[str] = []
         ok, error = materialize_quietly(
             definitions, dataset_selection, resources, instance,
-            on_event=listener("dataset-wide", print_line), details=details,
+            on_event=listener("dataset-wide", print_line), details=details, job_name=DATASET_JOB,
         )
         if ok:
             print(f"dataset-wide ({names}) ... ok ({time.perf_counter() - started:.1f} s)", flush=True)

@@ -61,6 +61,7 @@ class ScanRunner:
 
     def run(self, key: str, uri: str, show_progress: bool = True) -> ScanOutcome:
         from assets.build import materialize_quietly
+        from assets.jobs import SCAN_JOB
         from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG
         from assets.progress import listener, print_line
         from pipeline.scene.discovery import scan_fingerprint
@@ -74,7 +75,7 @@ class ScanRunner:
         on_event = listener(key, print_line) if show_progress else None
         ok, error = materialize_quietly(
             self.definitions, self.selection, self.resources, self.instance, partition_key=key, tags=tags,
-            on_event=on_event,
+            on_event=on_event, job_name=SCAN_JOB,
         )
         return ScanOutcome(key, ok, error, time.perf_counter() - started)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import storage
@@ -84,6 +85,7 @@ def previous_release_qa(releases_root: str, storage_options: dict | None = None)
         if not version or not table.exists():
             return None
         with storage.reaching(table), table.open("rb") as fh:
-            return version, pl.from_arrow(pq.read_table(fh, columns=list(CHURN_READS)))
+            data = fh.read()  # bytes, never the file object: see storage.read_table
+        return version, pl.from_arrow(pq.read_table(pa.BufferReader(data), columns=list(CHURN_READS)))
     except (OSError, ValueError, KeyError):  # pyarrow.ArrowInvalid is a ValueError
         return None

@@ -351,12 +351,25 @@ def observe_verdicts(assets, resources, instance) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The code versions Dagster records cover the config the assets read (assets.catalog), which they take from
+    # SCAN2QA_CONFIG: for this command's runs that is --config.
+    previous = os.environ.get("SCAN2QA_CONFIG")
+    if args.config:
+        os.environ["SCAN2QA_CONFIG"] = str(Path(args.config).resolve())
+    try:
+        return _run(args)
+    finally:
+        if previous is None:
+            os.environ.pop("SCAN2QA_CONFIG", None)
+        else:
+            os.environ["SCAN2QA_CONFIG"] = previous
+
+
+def _run(args: argparse.Namespace) -> int:
     # Progress lines are the interface here; Dagster's notes about beta APIs are for developers, not for builds.
     for category in (dg.BetaWarning, dg.PreviewWarning):
         warnings.filterwarnings("ignore", category=category)
     config = load_config(args.config, scans_root=args.scans, output_root=args.out)
-    if args.config:  # the code versions Dagster records cover the config the assets read (assets.catalog)
-        os.environ["SCAN2QA_CONFIG"] = str(Path(args.config).resolve())
     demo = not (args.scans or args.config)
     if demo and not discover_scans(config.scans_root, config.storage_options):
         problem = generate_demo_scans(config)

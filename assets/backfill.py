@@ -414,14 +414,19 @@ def backfill(args: argparse.Namespace, config, keys: list[str], patience: Patien
 
 
 def timed_out(follower: Follower, timeout: float, scans: Follower | None = None) -> int:
-    """--timeout ran out: every key not done, with what it waits for (the runs go on in the daemon)."""
+    """--timeout ran out before a release: every scan of the batch is missing from it, each named with its state."""
+    scans = scans or follower
     unfinished = [s for s in follower.states.values() if not s.done]
-    say(f"--timeout ({timeout:.0f} s) ran out with {len(unfinished)} of {len(follower.keys)} not done; no release checked")
-    for state in unfinished:
-        say(f"  missing {state.key}: {state.state}: {state.note or 'not done'}"
-            f"{' (run ' + state.run_id + ')' if state.run_id else ''}")
-    if scans is not None:
-        for state in scans.states.values():
-            if not state.ok:
-                say(f"  missing {state.key}: {state.state}: {scans.error_of(state)}")
+    say(f"--timeout ({timeout:.0f} s) ran out with {len(unfinished)} of {len(follower.keys)} not done; no release "
+        f"was built, so all {len(scans.keys)} scans are missing from it (the runs go on in the daemon):")
+    for key in scans.keys:
+        state = scans.states.get(key)
+        if state is None or not state.done:
+            note = state.note if state else "not read yet"
+            run = f" (run {state.run_id})" if state and state.run_id else ""
+            say(f"  missing {key}: {state.state if state else 'in_progress'}: {note}{run}")
+        elif state.ok:
+            say(f"  missing {key}: ok: built, but no dataset-wide run released it before --timeout")
+        else:
+            say(f"  missing {key}: {state.state}: {scans.error_of(state)}")
     return 1

@@ -25,7 +25,7 @@ from tests.test_cluster import deployment_environment, require_services
 pytestmark = pytest.mark.cluster
 
 SCANS = 10_000
-CREATED_RUNS = 500
+CREATED_RUNS = 50  # the daemon creates runs 25 at a time; ~1-2 s each on a loaded 2-core machine
 WAIT_S = 600  # an upper bound for a loaded machine; the run normally takes a fraction of it
 
 

@@ -81,6 +81,7 @@ def released_keys(cluster: LocalCluster) -> set[str]:
 
 def assert_complete_and_identical_or_named(cluster: LocalCluster, tmp_path, printed: str, returncode: int) -> str:
     """Exit 0 with every scan released and the bytes of a local build, or non-zero naming each missing scan."""
+    print(f"scan2qa backfill --wait exited {returncode}:\n{printed}")
     assert "Traceback" not in printed, printed
     released = released_keys(cluster)
     if returncode != 0:
@@ -124,7 +125,7 @@ def test_redis_stopped_while_scans_run_is_ridden_out_or_named(tmp_path, cluster)
         if backfill.poll() is None:
             backfill.kill()
     outcome = assert_complete_and_identical_or_named(cluster, tmp_path, printed, backfill.returncode)
-    print(f"redis outage: {outcome} release, exit {backfill.returncode}\n{printed}")
+    print(f"redis outage: {outcome} release, exit {backfill.returncode}")
 
 
 def test_postgres_restarted_while_scans_run_is_ridden_out_or_named(tmp_path, cluster):
@@ -138,4 +139,4 @@ def test_postgres_restarted_while_scans_run_is_ridden_out_or_named(tmp_path, clu
             backfill.kill()
     assert "instance database unreachable (" in printed and "retrying in" in printed, printed
     outcome = assert_complete_and_identical_or_named(cluster, tmp_path, printed, backfill.returncode)
-    print(f"postgres outage: {outcome} release, exit {backfill.returncode}\n{printed}")
+    print(f"postgres outage: {outcome} release, exit {backfill.returncode}")

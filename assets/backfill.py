@@ -193,7 +193,13 @@ def run_error(instance: dg.DagsterInstance, run_id: str) -> str:
             return f"{record.event_log_entry.step_key}: {message}"
     failures = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.RUN_FAILURE).records
     for record in reversed(failures):
-        message = (record.event_log_entry.dagster_event.message or "").strip()
+        event = record.event_log_entry.dagster_event
+        error = getattr(event.event_specific_data, "error", None)
+        while error is not None and error.cause is not None:
+            error = error.cause
+        if error is not None and error.message.strip():
+            return f"run failed: {error.message.strip().splitlines()[0]}"
+        message = (event.message or "").strip()
         if message:
             return message.splitlines()[0]
     return "run failed (see its event log in the UI)"

@@ -105,7 +105,7 @@ def assert_complete_and_identical_or_named(cluster: LocalCluster, tmp_path, prin
     env = {k: v for k, v in cluster.environment().items() if not k.startswith("DAGSTER_")}
     build = scan2qa("build", "--config", str(config), "--workers", "2", env=env)
     built, _ = build.communicate(timeout=900)
-    assert build.returncode == 0, built
+    assert build.returncode == 0, f"scan2qa build exited {build.returncode}:\n{built}"
     bucket = upath(cluster.uri("out"), cluster.storage_options)
     remote = digests(bucket.fs, f"{cluster.bucket}/out/tables")
     assert remote and remote == digests(LocalFileSystem(), str(local / "tables"))

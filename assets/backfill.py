@@ -2,14 +2,24 @@
 
 ``scan2qa build`` runs the graph in this process (or its worker pool); a
 deployment runs it in the daemon's queue: partitions are registered in the
-instance (Postgres), the scan runs are launched by Dagster's own backfill
-(``dagster job backfill``), which only enqueues them, and the daemon's
+instance (Postgres) in batches through Dagster's Python API, and one
+``PartitionBackfill`` of the job over those partitions is added to the
+instance, exactly as the UI's "Launch backfill" does. The daemon's backfill
+loop creates the scan runs from it (no partition key ever passes through a
+command line, so 10,000 scans are as easy as 4) and its
 ``QueuedRunCoordinator`` starts them as its concurrency limit allows, each
 run's steps going to the Celery workers when the job is ``scan_job_celery``.
-With ``--wait`` the command follows the runs, printing a line per scan as it
-finishes, then launches the dataset-wide job (``dagster job launch``, queued
-too) and prints where the release went. Nothing here schedules anything
-itself: kill this command and the queued runs go on.
+With run retries on, the daemon retries a failed run; the backfill stays open
+while runs are in flight, which is what lets it (``assets.backfill_progress``).
+
+With ``--wait`` the command follows every scan's newest run until it has
+ended and no retry of it is coming, printing a line per scan, then queues the
+dataset-wide job, follows it the same way and checks the release it wrote
+against the batch: a release missing any scan of the batch, or a scan that
+failed, is a non-zero exit with one line per missing scan naming its key and
+its error. Every instance call survives the database being unreachable for
+``--db-patience`` seconds (``assets.instance_calls``). Nothing here schedules
+or retries anything itself: kill this command and the queued runs go on.
 """
 
 from __future__ import annotations
@@ -17,21 +27,40 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import dagster as dg
 
+from assets.backfill_progress import (
+    DATASET_WIDE,
+    FAILED,
+    OK,
+    RETRYING,
+    RunChains,
+    ScanState,
+    judge,
+)
 from assets.celery import DATASET_JOB_CELERY, SCAN_JOB_CELERY
+from assets.instance_calls import DEFAULT_PATIENCE_S, DatabaseGone, Patience
 from assets.jobs import DATASET_JOB, SCAN_JOB
 from pipeline.scene.discovery import discover_scans
 
 BATCH_TAG = "scan2qa/batch"
-TERMINAL = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 DATASET_JOBS = {SCAN_JOB: DATASET_JOB, SCAN_JOB_CELERY: DATASET_JOB_CELERY}
+REGISTER_BATCH = 1000  # partition keys per add_dynamic_partitions call
+POLL_S = 3.0
+FULL_REREAD_S = 300.0  # besides the incremental reads (runs updated lately), every run is read again this often
+UPDATE_OVERLAP = timedelta(seconds=30)  # incremental reads go back this far past the newest update seen
+
+
+class BackfillError(RuntimeError):
+    """Something the user can act on, in one line (no traceback)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,22 +71,118 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", default="workspace.yaml",
                         help="the workspace file the daemon loads (default: ./workspace.yaml)")
     parser.add_argument("--wait", action="store_true",
-                        help="follow the runs to the end, then launch the dataset-wide job and wait for the release")
+                        help="follow the runs to the end, then launch the dataset-wide job and check the release")
     parser.add_argument("--timeout", type=float, default=6 * 3600, help="seconds --wait waits at most (default 6 h)")
+    parser.add_argument("--db-patience", type=float, default=DEFAULT_PATIENCE_S,
+                        help="seconds of instance database outage to ride out before giving up "
+                             f"(default {DEFAULT_PATIENCE_S:.0f})")
 
 
-def dagster_cli(*args: str) -> str:
-    """A ``dagster`` CLI command of this environment; its failure is one line."""
-    command = [str(Path(sys.executable).with_name("dagster")), *args]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        lines = [line for line in (result.stderr or result.stdout).strip().splitlines() if line.strip()]
-        raise RuntimeError(f"dagster {args[0]} {args[1]}: {lines[-1] if lines else f'exit {result.returncode}'}")
-    return result.stdout
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+# --- registering and launching ---------------------------------------------------------------------------------------
+
+
+def register_partitions(instance: dg.DagsterInstance, patience: Patience, name: str, keys: list[str]) -> int:
+    """Add the keys the instance does not have yet, ``REGISTER_BATCH`` per call; returns how many were new."""
+    existing = set(patience.call(lambda: instance.get_dynamic_partitions(name), "read the registered scans"))
+    missing = [key for key in dict.fromkeys(keys) if key not in existing]
+    for start in range(0, len(missing), REGISTER_BATCH):
+        batch = missing[start:start + REGISTER_BATCH]
+        # Repeatable: the instance skips keys it has (a batch that went in before the connection broke).
+        patience.call(lambda: instance.add_dynamic_partitions(name, batch), "register scans")
+    return len(missing)
+
+
+@contextmanager
+def open_workspace(instance: dg.DagsterInstance, workspace_file: str) -> Iterator[object]:
+    """The workspace the daemon loads, loaded here too (its code server is a child process, stopped on exit)."""
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import WorkspaceFileTarget
+
+    with WorkspaceProcessContext(instance, WorkspaceFileTarget(paths=[workspace_file]), version=dg.__version__) as ctx:
+        yield ctx.create_request_context()
+
+
+def find_job(workspace, job_name: str):
+    """(code location, repository, remote job) of ``job_name`` in the workspace; a load error is one line."""
+    errors = []
+    for name in workspace.code_location_names:
+        if workspace.has_code_location_error(name):
+            error = workspace.get_code_location_error(name)
+            errors.append(f"code location {name}: {error.message.strip().splitlines()[-1] if error else 'failed'}")
+            continue
+        location = workspace.get_code_location(name)
+        for repo in location.get_repositories().values():
+            if repo.has_job(job_name):
+                return location, repo, repo.get_full_job(job_name)
+    raise BackfillError(f"job {job_name} is not in the workspace{': ' + '; '.join(errors) if errors else ''}")
+
+
+def add_job_backfill(instance: dg.DagsterInstance, patience: Patience, workspace, job_name: str, keys: list[str],
+                     tags: dict[str, str]) -> str:
+    """One ``PartitionBackfill`` of ``job_name`` over ``keys``, for the daemon's backfill loop to create the runs."""
+    from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
+    from dagster._core.utils import make_new_backfill_id
+
+    _, repo, _ = find_job(workspace, job_name)
+    partition_set = next((p for p in repo.get_partition_sets() if p.job_name == job_name), None)
+    if partition_set is None:
+        raise BackfillError(f"job {job_name} is not partitioned")
+    backfill = PartitionBackfill(
+        backfill_id=make_new_backfill_id(),
+        partition_set_origin=partition_set.get_remote_origin(),
+        status=BulkActionStatus.REQUESTED,
+        partition_names=keys,
+        from_failure=False,
+        reexecution_steps=None,
+        tags=tags,
+        backfill_timestamp=time.time(),
+        title=f"scan2qa backfill {tags.get(BATCH_TAG, '')}".strip(),
+    )
+
+    def add() -> None:
+        if instance.get_backfill(backfill.backfill_id) is None:
+            instance.add_backfill(backfill)
+
+    patience.call(add, "add the backfill")
+    return backfill.backfill_id
+
+
+def launch_job(instance: dg.DagsterInstance, patience: Patience, workspace, job_name: str, tags: dict[str, str]) -> str:
+    """Queue one run of an unpartitioned job, as ``dagster job launch`` does; repeatable after an outage."""
+    from dagster._core.utils import make_new_run_id
+
+    location, repo, remote_job = find_job(workspace, job_name)
+    plan = location.get_execution_plan(remote_job, {}, step_keys_to_execute=None, known_state=None, instance=instance)
+    run_id = make_new_run_id()
+
+    def create_and_submit() -> None:
+        run = instance.get_run_by_id(run_id)
+        if run is None:
+            run = instance.create_run(
+                job_name=remote_job.name, run_id=run_id, run_config={}, resolved_op_selection=None,
+                step_keys_to_execute=None, op_selection=None, status=dg.DagsterRunStatus.NOT_STARTED,
+                root_run_id=None, parent_run_id=None, tags={**remote_job.tags, **tags},
+                job_snapshot=remote_job.job_snapshot, execution_plan_snapshot=plan.execution_plan_snapshot,
+                parent_job_snapshot=remote_job.parent_job_snapshot, remote_job_origin=remote_job.get_remote_origin(),
+                job_code_origin=remote_job.get_python_origin(), asset_selection=None, asset_check_selection=None,
+                asset_graph=repo.asset_graph,
+            )
+        if run.status == dg.DagsterRunStatus.NOT_STARTED:
+            instance.submit_run(run_id, workspace)
+
+    patience.call(create_and_submit, f"queue {job_name}")
+    return run_id
+
+
+# --- following the runs ------------------------------------------------------------------------------------------------
 
 
 def run_error(instance: dg.DagsterInstance, run_id: str) -> str:
-    """The innermost cause of the run's first failed step, as ``scan2qa build`` prints it."""
+    """The innermost cause of the run's first failed step, as ``scan2qa build`` prints it, else the run's failure."""
     records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_FAILURE).records
     for record in records:
         error = record.event_log_entry.dagster_event.step_failure_data.error
@@ -66,27 +191,146 @@ def run_error(instance: dg.DagsterInstance, run_id: str) -> str:
         if error is not None:
             message = error.message.strip().splitlines()[0] if error.message.strip() else error.cls_name
             return f"{record.event_log_entry.step_key}: {message}"
+    failures = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.RUN_FAILURE).records
+    for record in reversed(failures):
+        event = record.event_log_entry.dagster_event
+        error = getattr(event.event_specific_data, "error", None)
+        while error is not None and error.cause is not None:
+            error = error.cause
+        if error is not None and error.message.strip():
+            return f"run failed: {error.message.strip().splitlines()[0]}"
+        message = (event.message or "").strip()
+        if message:
+            return message.splitlines()[0]
     return "run failed (see its event log in the UI)"
 
 
-def wait_for_runs(instance: dg.DagsterInstance, tags: dict[str, str], expected: int, deadline: float, label) -> dict:
-    """Follow the runs carrying ``tags`` until ``expected`` of them have ended; prints a line per ended run."""
-    ended: dict[str, dg.DagsterRun] = {}
-    while len(ended) < expected:
-        for run in instance.get_runs(filters=dg.RunsFilter(tags=tags)):
-            if run.run_id in ended or run.status not in TERMINAL:
+class Follower:
+    """Follows the newest run of each key among the runs tagged ``tags`` until every key is done."""
+
+    def __init__(self, instance: dg.DagsterInstance, patience: Patience, tags: dict[str, str], keys: list[str],
+                 backfill_id: str | None = None):
+        self.instance, self.patience, self.tags, self.keys = instance, patience, tags, keys
+        self.backfill_id = backfill_id
+        self.chains = RunChains(keys)
+        self.states: dict[str, ScanState] = {}
+        self.errors: dict[str, str] = {}
+        self.reported_failures: set[str] = set()
+        self.retries_enabled = instance.run_retries_enabled
+        self.last_full_read = 0.0
+
+    def _read(self) -> tuple[bool, str]:
+        from dagster._core.execution.backfill import BULK_ACTION_TERMINAL_STATUSES
+
+        full = time.monotonic() - self.last_full_read > FULL_REREAD_S or self.chains.newest_update is None
+        since = None if full else self.chains.newest_update - UPDATE_OVERLAP
+        records = list(self.instance.get_run_records(filters=dg.RunsFilter(tags=self.tags, updated_after=since)))
+        unsettled = self.chains.unsettled_run_ids()
+        if unsettled:
+            records += self.instance.get_run_records(filters=dg.RunsFilter(run_ids=unsettled))
+        self.chains.absorb(records)
+        if full:
+            self.last_full_read = time.monotonic()
+        if self.backfill_id is None:
+            return False, ""
+        backfill = self.instance.get_backfill(self.backfill_id)
+        if backfill is None:
+            return True, f"backfill {self.backfill_id} was deleted"
+        note = ""
+        if backfill.error is not None:
+            note = f"backfill {backfill.status.value}: {backfill.error.message.strip().splitlines()[0]}"
+        return backfill.status in BULK_ACTION_TERMINAL_STATUSES, note
+
+    def poll(self) -> list[ScanState]:
+        """Read the runs once; returns the keys that became done, in the order they became so."""
+        ended, note = self.patience.call(self._read, "read the runs")
+        now = time.time()
+        newly_done = []
+        for key in self.keys:
+            if key in self.states and self.states[key].done:
                 continue
-            ended[run.run_id] = run
-            stats = instance.get_run_stats(run.run_id)
-            seconds = (stats.end_time or 0) - (stats.start_time or stats.end_time or 0)
-            status = f"ok ({seconds:.1f} s)" if run.status == dg.DagsterRunStatus.SUCCESS else (
-                f"FAILED: {run_error(instance, run.run_id)}")
-            print(f"[{len(ended)}/{expected}] {label(run)} ... {status}", flush=True)
-        if len(ended) < expected:
+            state = judge(key, self.chains.latest.get(key), now=now, retries_enabled=self.retries_enabled,
+                          backfill_ended=ended, backfill_note=note)
+            if state.run_id and state.state in (FAILED, RETRYING) and state.run_id not in self.errors:
+                run_id = state.run_id
+                self.errors[run_id] = self.patience.call(lambda: run_error(self.instance, run_id), "read a run's error")
+            if state.state == RETRYING and state.run_id not in self.reported_failures and state.note != (
+                    "waiting for the retry daemon's decision"):
+                self.reported_failures.add(state.run_id)
+                say(f"  {key}: run {state.run_id[:8]} failed ({self.errors[state.run_id]}); {state.note}")
+            self.states[key] = state
+            if state.done:
+                newly_done.append(state)
+        return newly_done
+
+    def error_of(self, state: ScanState) -> str:
+        if state.state == OK:
+            return ""
+        parts = [self.errors.get(state.run_id or "", "") if state.state == FAILED else "", state.note]
+        return "; ".join(p for p in parts if p) or state.state
+
+    def describe(self, state: ScanState) -> str:
+        record = self.chains.latest.get(state.key)
+        after = f" after {state.retries} {'retry' if state.retries == 1 else 'retries'}" if state.retries else ""
+        if state.ok:
+            seconds = ((record.end_time or 0) - (record.start_time or record.end_time or 0)) if record else 0
+            return f"ok ({seconds:.1f} s){after}"
+        return f"{state.state.upper().replace('_', ' ')}{after}: {self.error_of(state)}"
+
+    def follow(self, deadline: float, label=lambda key: key) -> bool:
+        """Print a line per key as it becomes done; False when ``deadline`` (monotonic) came first."""
+        done = 0
+        while True:
+            for state in self.poll():
+                done += 1
+                say(f"[{done}/{len(self.keys)}] {label(state.key)} ... {self.describe(state)}")
+            if done == len(self.keys):
+                return True
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{expected - len(ended)} of {expected} runs had not ended when --timeout ran out")
-            time.sleep(2)
-    return ended
+                return False
+            time.sleep(POLL_S)
+
+
+# --- the release check -------------------------------------------------------------------------------------------------
+
+
+def latest_release(config) -> tuple[str, set[str], dict[str, dict]] | None:
+    """(version, scan keys in its ``scans`` table, manifest's failed_scans by key) of the latest release, if any."""
+    from pipeline.storage import read_table, upath
+
+    releases = upath(config.releases_root, config.storage_options)
+    pointer = releases / "LATEST"
+    if not pointer.exists():
+        return None
+    version = pointer.read_text().strip()
+    release = releases / version
+    manifest = json.loads((release / "manifest.json").read_text())
+    scans_table = release / "tables" / "scans.parquet"
+    keys = set(read_table(scans_table, "scans")["key"].to_list()) if scans_table.exists() else set()
+    excluded = (manifest.get("checks") or {}).get("excluded_scans") or {}
+    failed = {e["key"]: e for e in (excluded.get("failed_scans") or []) if isinstance(e, dict) and "key" in e}
+    return version, keys, failed
+
+
+def missing_scan_lines(keys: list[str], follower: Follower, release) -> list[str]:
+    """One line per scan of the batch not in the release: key, state and error (Dagster's, else the manifest's)."""
+    version, released, failed = release if release is not None else ("(none)", set(), {})
+    lines = []
+    for key in keys:
+        if key in released:
+            continue
+        state = follower.states.get(key)
+        if state is not None and not state.ok:
+            lines.append(f"  missing {key}: {state.state}: {follower.error_of(state)}")
+        elif key in failed:
+            entry = failed[key]
+            lines.append(f"  missing {key}: {entry.get('state', 'failed')}: {entry.get('error') or 'no error recorded'}")
+        else:
+            lines.append(f"  missing {key}: its run succeeded but release {version} does not contain it")
+    return lines
+
+
+# --- the command ---------------------------------------------------------------------------------------------------------
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,33 +354,85 @@ def run(args: argparse.Namespace) -> int:
     if not scans:
         print(f"no scans found under {config.scans_root}")
         return 1
-    from assets.build import output_summary, register_partitions
+    keys = list(dict.fromkeys(key for key, _ in scans))
+    patience = Patience(args.db_patience)
+    try:
+        return backfill(args, config, keys, patience)
+    except DatabaseGone as exc:
+        print(f"scan2qa backfill: {exc}; queued runs go on in the daemon", file=sys.stderr)
+        return 1
+    except BackfillError as exc:
+        print(f"scan2qa backfill: {exc}", file=sys.stderr)
+        return 1
 
-    keys = [key for key, _ in scans]
+
+def backfill(args: argparse.Namespace, config, keys: list[str], patience: Patience) -> int:
+    from assets.build import output_summary
+    from assets.partitions import scan_partitions
+
     batch = uuid.uuid4().hex[:12]
-    with dg.DagsterInstance.get() as instance:
-        register_partitions(instance, keys)
-        print(f"backfill of {args.job}: {len(keys)} scans under {config.scans_root} (batch {batch})", flush=True)
-        dagster_cli("job", "backfill", "-w", args.workspace, "-j", args.job, "--partitions", ",".join(keys),
-                    "--tags", json.dumps({BATCH_TAG: batch}), "--noprompt")
-        print("runs queued; the daemon starts them as its concurrency limit allows", flush=True)
+    started = time.monotonic()
+    deadline = started + args.timeout
+    instance = patience.call(dg.DagsterInstance.get, "open the instance")
+    with instance:
+        new = register_partitions(instance, patience, scan_partitions.name, keys)
+        say(f"backfill of {args.job}: {len(keys)} scans under {config.scans_root} ({new} newly registered; "
+            f"batch {batch})")
+        with open_workspace(instance, args.workspace) as workspace:
+            backfill_id = add_job_backfill(instance, patience, workspace, args.job, keys, {BATCH_TAG: batch})
+        say(f"backfill {backfill_id} added; the daemon creates its runs and starts them as its concurrency limit allows")
         if not args.wait:
             return 0
-        deadline = time.monotonic() + args.timeout
-        ended = wait_for_runs(instance, {BATCH_TAG: batch}, len(keys), deadline,
-                              lambda r: r.tags.get("dagster/partition", r.run_id))
-        ok = sum(1 for r in ended.values() if r.status == dg.DagsterRunStatus.SUCCESS)
+        scans = Follower(instance, patience, {BATCH_TAG: batch}, keys, backfill_id)
+        if not scans.follow(deadline):
+            return timed_out(scans, args.timeout)
+        ok = [k for k in keys if scans.states[k].ok]
         if not ok:
-            print(f"summary: 0 ok, {len(keys)} failed; no dataset-wide run")
+            say(f"summary: 0 ok, {len(keys)} failed; no dataset-wide run")
             return 1
         dataset_job = DATASET_JOBS[args.job]
-        dagster_cli("job", "launch", "-w", args.workspace, "-j", dataset_job,
-                    "--tags", json.dumps({BATCH_TAG: f"{batch}-dataset"}))
-        print(f"{dataset_job} queued", flush=True)
-        final = wait_for_runs(instance, {BATCH_TAG: f"{batch}-dataset"}, 1, deadline, lambda r: "dataset-wide")
-        dataset_ok = all(r.status == dg.DagsterRunStatus.SUCCESS for r in final.values())
+        dataset_tags = {BATCH_TAG: f"{batch}-dataset"}
+        with open_workspace(instance, args.workspace) as workspace:
+            launch_job(instance, patience, workspace, dataset_job, dataset_tags)
+        say(f"{dataset_job} queued")
+        dataset = Follower(instance, patience, dataset_tags, [DATASET_WIDE])
+        if not dataset.follow(deadline):
+            return timed_out(dataset, args.timeout, scans)
+        dataset_ok = dataset.states[DATASET_WIDE].ok
     for line in output_summary(config):
-        print(line)
-    failed = len(keys) - ok
-    print(f"summary: {ok} ok, {failed} failed{'' if dataset_ok else ', dataset-wide assets FAILED'}")
-    return 0 if dataset_ok else 1
+        say(line)
+    release = latest_release(config) if dataset_ok else None
+    missing = missing_scan_lines(keys, scans, release)
+    failed = len(keys) - len(ok)
+    verdict = f"summary: {len(ok)} ok, {failed} failed"
+    if not dataset_ok:
+        verdict += f", dataset-wide assets FAILED: {dataset.error_of(dataset.states[DATASET_WIDE])}"
+    elif release is None:
+        verdict += ", no release found"
+    else:
+        verdict += f"; release {release[0]} has {len(keys) - len(missing)} of the {len(keys)} scans of this backfill"
+    say(verdict)
+    if missing:
+        say(f"{len(missing)} scan{'s' if len(missing) != 1 else ''} missing from the release:")
+        for line in missing:
+            say(line)
+    return 0 if dataset_ok and not missing and not failed else 1
+
+
+def timed_out(follower: Follower, timeout: float, scans: Follower | None = None) -> int:
+    """--timeout ran out before a release: every scan of the batch is missing from it, each named with its state."""
+    scans = scans or follower
+    unfinished = [s for s in follower.states.values() if not s.done]
+    say(f"--timeout ({timeout:.0f} s) ran out with {len(unfinished)} of {len(follower.keys)} not done; no release "
+        f"was built, so all {len(scans.keys)} scans are missing from it (the runs go on in the daemon):")
+    for key in scans.keys:
+        state = scans.states.get(key)
+        if state is None or not state.done:
+            note = state.note if state else "not read yet"
+            run = f" (run {state.run_id})" if state and state.run_id else ""
+            say(f"  missing {key}: {state.state if state else 'in_progress'}: {note}{run}")
+        elif state.ok:
+            say(f"  missing {key}: ok: built, but no dataset-wide run released it before --timeout")
+        else:
+            say(f"  missing {key}: {state.state}: {scans.error_of(state)}")
+    return 1

@@ -23,7 +23,9 @@ REPLICAS = 6
 def _write_source(out, seed: int) -> str:
     """One scan's per-scan tables (and stand-in video files) as the per-scan assets lay them out."""
     key, objects, rooms, visibility, samples, dummy = build_scene(seed)
-    ids = [dummy_video_id(key, k, o) for k, o in zip(dummy["kind"].to_list(), dummy["object_ids"].to_list())]
+    # Named by what they show, as pipeline.frames.dummy_videos names them: rows of one kind showing the same frames
+    # share one video file (here every query_drop row, every first_frame row, the black row).
+    ids = [dummy_video_id(key, k, f) for k, f in zip(dummy["kind"].to_list(), dummy["frame_indices"].to_list())]
     dummy = dummy.with_columns(
         pl.Series("video_id", ids), pl.Series("path", [dummy_video_path(k, i) for k, i in zip(dummy["kind"], ids)])
     )
@@ -39,7 +41,7 @@ def _write_source(out, seed: int) -> str:
               "pinpoint_qa_candidates": schemas.empty("pinpoint_qa_candidates"), "visibility": schemas.empty("visibility")}
     for name, df in tables.items():
         write_table(upath(out / "tables" / name / f"{key}.parquet"), name, df)
-    for path in [budget_video_path(b, key) for b in BUDGETS] + dummy["path"].to_list():
+    for path in [budget_video_path(b, key) for b in BUDGETS] + dummy["path"].unique().to_list():
         (out / path).parent.mkdir(parents=True, exist_ok=True)
         (out / path).write_bytes(b"not a video")
     return key
@@ -70,7 +72,13 @@ def test_replicas_have_keys_and_ids_of_their_own(bench):
     candidates = _replica_table(work, "qa_candidates")
     assert candidates["id"].n_unique() == candidates.height == result["qa_candidates_rows"]
     assert (candidates["key"].str.split("/").list.last() == candidates["scene_id"]).all()
-    assert _replica_table(work, "dummy_videos")["video_id"].n_unique() == _replica_table(work, "dummy_videos").height
+    # Rows sharing a video file in a source share it in each replica, and no two replicas share one.
+    dummy = _replica_table(work, "dummy_videos")
+    assert dummy.height > dummy["video_id"].n_unique(), "the sources should have dummy rows sharing a video"
+    assert dummy.group_by("video_id").agg(pl.col("key").n_unique())["key"].max() == 1
+    assert dummy.group_by("key").agg(pl.col("path").n_unique().alias("files"))["files"].min() > 0
+    for path in dummy["path"].unique().to_list():
+        assert (work / "replicas" / path).exists(), path
     # Dummy questions still point at a real question and a dummy video of their own scan.
     dummies = candidates.filter(pl.col("video_kind") != "real")
     assert dummies.height > 0

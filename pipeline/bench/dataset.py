@@ -8,7 +8,8 @@ per-scan assets and replicates their tables under new keys: every column that
 carries the scan key or scene id is rewritten, and so is every id derived from
 the key (question ids, dummy-video ids, and the references to them inside the
 audit geometry), so uniqueness checks and seeded draws see distinct scans.
-Videos are hard links to the source scan's files.
+Videos are hard links to the source scan's files, one per distinct file (dummy-video
+rows that show the same frames share one).
 
 The dataset-wide assets are then materialized through the ``dataset_job``
 selection, as ``scan2qa build`` does, in a fresh child process (so the figures
@@ -225,7 +226,8 @@ def _link_videos(source_out: Path, out: Path, source_key: str, key: str, suffix:
     pairs = [(budget_video_path(b, source_key), budget_video_path(b, key)) for b in ("16", "32", "64", "all")]
     dummy = tables.get("dummy_videos")
     if dummy is not None:
-        for path in dummy["path"].to_list():
+        # Rows whose videos would be frame-for-frame the same share one file: link each file once.
+        for path in dummy["path"].unique(maintain_order=True).to_list():
             folder, _, name = path.rpartition("/")
             pairs.append((path, f"{folder}/{name[:VID_PREFIX]}{suffix}.mp4"))
     made = 0

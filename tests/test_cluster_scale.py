@@ -1,0 +1,92 @@
+"""10,000 scans as one backfill on the loopback Postgres, with no partition key on any command line.
+
+The partitions are registered through Dagster's Python API in batches and the
+backfill is one ``PartitionBackfill`` added to the instance (what
+``scan2qa backfill`` does), so the argv limit that stopped the old
+``dagster job backfill --partitions a,b,...`` at about 6,200 scans cannot
+apply. The daemon's backfill loop then creates the runs; its queue is limited
+to 0 runs in progress so they stay queued and nothing heavy runs. The test
+waits until ``CREATED_RUNS`` runs exist (or the backfill has created them all)
+and checks them; it prints the rate at which the daemon created them.
+``SCAN2QA_SCALE_ALL_RUNS=1`` waits for all 10,000 instead (a measurement, not
+a test: minutes). Run with ``make test-cluster``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from deploy.local_cluster import LocalCluster
+from tests.test_cluster import deployment_environment, require_services
+
+pytestmark = pytest.mark.cluster
+
+SCANS = 10_000
+CREATED_RUNS = 50  # the daemon creates runs 25 at a time; ~1-2 s each on a loaded 2-core machine
+WAIT_S = 600  # an upper bound for a loaded machine; the run normally takes a fraction of it
+
+
+def test_ten_thousand_partitions_backfill_without_argv(tmp_path, monkeypatch, capsys):
+    import dagster as dg
+    from dagster._core.execution.backfill import BulkActionStatus
+    from dagster._core.storage.tags import BACKFILL_ID_TAG, PARTITION_NAME_TAG
+
+    from assets.backfill import BATCH_TAG, add_job_backfill, open_workspace, register_partitions
+    from assets.celery import SCAN_JOB_CELERY
+    from assets.instance_calls import Patience
+    from assets.partitions import scan_partitions
+    from deploy.local_cluster import WORKSPACE
+
+    require_services()
+    every_run = os.environ.get("SCAN2QA_SCALE_ALL_RUNS") == "1"
+    wanted = SCANS if every_run else CREATED_RUNS
+    keys = [f"synthetic/scale{i:05d}_00" for i in range(SCANS)]
+    with LocalCluster(tmp_path / "stack") as cluster:
+        cluster.start_postgres()
+        cluster.extra_env["SCAN2QA_MAX_CONCURRENT_RUNS"] = "0"  # every run stays queued
+        cluster.start_daemon()
+        deployment_environment(cluster, monkeypatch)
+        patience = Patience()
+        with dg.DagsterInstance.get() as instance:
+            started = time.monotonic()
+            assert register_partitions(instance, patience, scan_partitions.name, keys) == SCANS
+            assert register_partitions(instance, patience, scan_partitions.name, keys) == 0  # repeatable
+            registered_s = time.monotonic() - started
+            with open_workspace(instance, str(WORKSPACE)) as workspace:
+                backfill_id = add_job_backfill(instance, patience, workspace, SCAN_JOB_CELERY, keys,
+                                               {BATCH_TAG: "scale"})
+            added = time.monotonic()
+            backfill = instance.get_backfill(backfill_id)
+            assert backfill.status == BulkActionStatus.REQUESTED and list(backfill.partition_names) == keys
+
+            tags = {BACKFILL_ID_TAG: backfill_id}
+            counts: list[tuple[float, int]] = []
+            deadline = added + (WAIT_S * (SCANS // CREATED_RUNS) if every_run else WAIT_S)
+            while time.monotonic() < deadline:
+                created = instance.get_runs_count(dg.RunsFilter(tags=tags))
+                counts.append((time.monotonic() - added, created))
+                if created >= wanted:
+                    break
+                time.sleep(2)
+            created = counts[-1][1]
+            assert created >= wanted, f"the daemon created {created} runs of {wanted} in {counts[-1][0]:.0f} s"
+
+            runs = instance.get_runs(dg.RunsFilter(tags=tags), limit=200)
+            assert all(r.tags[BATCH_TAG] == "scale" and r.job_name == SCAN_JOB_CELERY for r in runs)
+            assert {r.tags[PARTITION_NAME_TAG] for r in runs} <= set(keys)
+            assert len({r.tags[PARTITION_NAME_TAG] for r in runs}) == len(runs), "a partition got two runs"
+            statuses = {r.status for r in runs}
+            assert statuses <= {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED}, statuses
+
+            # The first run is created after the daemon's next backfill tick (up to 30 s): the rate is from there on.
+            first = next(t for t, n in counts if n > 0)
+            rate = (created - next(n for t, n in counts if n > 0)) / max(counts[-1][0] - first, 1e-9) * 60
+            with capsys.disabled():
+                print(f"\n{SCANS} partitions registered in {registered_s:.1f} s; backfill added in "
+                      f"{added - started - registered_s:.1f} s; first run after {first:.0f} s; "
+                      f"{created} runs in {counts[-1][0]:.0f} s: {rate:.0f} runs/min after the first")
+            # Stop the daemon before the cluster goes: it would go on creating runs while Postgres stops.
+            cluster._stop_service(cluster.services.pop("daemon"))

@@ -93,7 +93,7 @@ def test_replicas_have_keys_and_ids_of_their_own(bench):
 def test_dataset_wide_assets_build_a_release_and_report_each_phase(bench):
     work, _, result = bench
     assert result["success"], result["error"]
-    assert set(result["phases"]) == {"qa", "gate", "release"}
+    assert set(result["phases"]) == {"membership", "qa", "gate", "release"}
     for figures in (*result["phases"].values(), result["run"]):
         assert figures["wall_s"] >= 0 and figures["cpu_s"] >= 0 and figures["peak_rss_mb"] > 0
     assert result["gate_success"] and result["data_docs"]

@@ -85,3 +85,21 @@ def test_purge_deletes_superseded_runs_and_their_events_on_an_instance():
         # With the default retention nothing this young goes.
         build(instance, "p1")
         assert purge_superseded(instance, days=30) == []
+
+
+def test_the_daily_job_and_schedule_load_and_run(monkeypatch):
+    import dagster as dg
+
+    from assets.retention import RETENTION_JOBS, RETENTION_SCHEDULES
+
+    defs = dg.Definitions(jobs=RETENTION_JOBS, schedules=RETENTION_SCHEDULES)
+    job = defs.resolve_job_def("purge_superseded_runs_job")
+    assert defs.resolve_schedule_def("purge_superseded_runs_daily").cron_schedule == "30 4 * * *"
+    monkeypatch.setenv("SCAN2QA_RUN_RETENTION_DAYS", "0")
+    with dg.instance_for_test() as instance:
+        first = job.execute_in_process(instance=instance)
+        second = job.execute_in_process(instance=instance)
+        assert first.success and second.success
+        # The purge job's own runs are builds too: the older one is superseded by the newer.
+        third = job.execute_in_process(instance=instance)
+        assert third.success and instance.get_run_by_id(first.run_id) is None

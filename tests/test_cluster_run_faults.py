@@ -143,14 +143,21 @@ def test_backfill_heals_after_the_daemons_machine_is_lost(tmp_path, cluster, mon
     with dg.DagsterInstance.get() as instance:
         wait_for_started_steps(instance, CONCURRENT_RUNS, 600)
         orphaned = {r.run_id for r in scan_runs(instance) if r.status == dg.DagsterRunStatus.STARTED}
-        fault = time.monotonic()
+        fault, fault_clock = time.monotonic(), time.time()
         killed = cluster.kill_daemon_and_run_workers()
         assert len(killed) >= CONCURRENT_RUNS, f"run workers killed: {killed}"
         time.sleep(10)
         cluster.restart_daemon()
+        restarted = time.time()
         healed = wait_until_healed(instance, fault, HEAL_BOUND)
-        print(f"\ndaemon and run workers killed, daemon restarted: every scan run SUCCESS {healed:.0f} s after "
-              "the fault")
+        print(f"\ndaemon and run workers killed, daemon restarted {restarted - fault_clock:.0f} s later: every scan "
+              f"run SUCCESS {healed:.0f} s after the fault")
+        for run_id in sorted(orphaned):
+            failed = instance.get_run_record_by_id(run_id)
+            retry = instance.get_run_record_by_id(failed.dagster_run.tags["dagster/auto_retry_run_id"])
+            print(f"  orphaned run {run_id[:8]}: failed {failed.end_time - fault_clock:.0f} s after the fault, "
+                  f"retry created {retry.create_timestamp.timestamp() - fault_clock:.0f} s, started "
+                  f"{(retry.start_time or 0) - fault_clock:.0f} s, succeeded {(retry.end_time or 0) - fault_clock:.0f} s")
 
         # The orphaned runs were failed, not left STARTED, and each was retried by Dagster's run retries.
         for run_id in orphaned:

@@ -168,3 +168,23 @@ def test_backfill_heals_after_the_daemons_machine_is_lost(tmp_path, cluster, mon
             assert instance.get_run_by_id(retry).status == dg.DagsterRunStatus.SUCCESS
         printed = finish(backfill, instance)
         print(printed)
+
+
+def test_fault_helpers_bring_redis_and_postgres_back_on_the_same_port(cluster, monkeypatch):
+    """The helpers other fault tests use: a stopped service comes back where its clients look for it."""
+    import dagster as dg
+
+    from deploy.local_cluster import port_open
+
+    redis_port, postgres_port = cluster.ports["redis"], cluster.ports["postgres"]
+    cluster.stop_redis()
+    assert not port_open(redis_port)
+    cluster.start_redis()
+    assert cluster.ports["redis"] == redis_port and port_open(redis_port)
+
+    deployment_environment(cluster, monkeypatch)
+    with dg.DagsterInstance.get() as instance:
+        instance.add_dynamic_partitions("scan", ["before/restart"])
+        cluster.restart_postgres(down_seconds=1)
+        assert cluster.ports["postgres"] == postgres_port
+        assert "before/restart" in instance.get_dynamic_partitions("scan"), "same data after the restart"

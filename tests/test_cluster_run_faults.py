@@ -17,6 +17,11 @@ Either way every scan partition must end with a successful run (the original
 or its retry) within ``HEAL_BOUND`` seconds of the fault, and no run may be
 left in progress. The seconds it took are printed (``pytest -s``): the bound is
 what the configuration promises, not what the test measures.
+
+The lost-machine case needs ``scan2qa backfill`` to leave its Dagster backfill
+open while runs are in flight: the retry daemon refuses to retry a run of a
+backfill in a terminal state, and ``dagster job backfill`` (what the command
+ran before issue 24) marks its backfill COMPLETED as soon as it queued the runs.
 """
 
 from __future__ import annotations

@@ -30,12 +30,14 @@ cluster-deps:
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 
-$(VENV)/.installed: pyproject.toml | system-deps
+# deploy/requirements.lock (the image's pinned set) constrains every package both install, so the tests run the
+# versions the image ships; packages only the tests use (pytest, moto, ...) resolve freely.
+$(VENV)/.installed: pyproject.toml deploy/requirements.lock | system-deps
 	@echo "creating $(VENV) and installing scan2qa with its test extras"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	@echo "(pip prints each package as it installs; a first install takes a few minutes)"
-	$(BIN)/pip install --progress-bar on -e ".[test]"
+	$(BIN)/pip install --progress-bar on -c deploy/requirements.lock -e ".[test]"
 	@touch $@
 
 # The demo builds into a persistent Dagster instance (DAGSTER_HOME, default .dagster_home), so `make ui`
@@ -57,7 +59,7 @@ test: setup
 # The reviewer report and the Data Docs in headless Chromium: Debian's chromium package plus playwright's driver.
 test-browser: setup
 	@command -v chromium >/dev/null 2>&1 || { echo "installing Debian's chromium"; $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
-	$(BIN)/pip install -q -e ".[test,browser]"
+	$(BIN)/pip install -q -c deploy/requirements.lock -e ".[test,browser]"
 	$(BIN)/python -m pytest -q -m browser
 
 cluster-demo: setup cluster-deps

@@ -17,7 +17,11 @@ any step should take) have passed since it was taken. Steps are idempotent:
 every table and video is written to a temporary name and renamed, and the same
 inputs give the same bytes, so a step run twice leaves what it would once.
 Each worker process takes one step at a time (prefetch 1), so a long ray cast
-never holds a queued step hostage.
+never holds a queued step hostage. A step's Celery result is read once, by the
+run worker polling for it within seconds of the step's end (the step's Dagster
+events are in Postgres already), and a run whose worker died is retried as a new
+run that never reads the old results; so Redis keeps each result
+``SCAN2QA_CELERY_RESULT_EXPIRES`` seconds (default one hour) instead of days.
 """
 
 from __future__ import annotations
@@ -37,8 +41,10 @@ DATASET_JOB_CELERY = DATASET_JOB + CELERY_SUFFIX
 BROKER_VARIABLE = "SCAN2QA_CELERY_BROKER"
 BACKEND_VARIABLE = "SCAN2QA_CELERY_BACKEND"
 VISIBILITY_TIMEOUT_VARIABLE = "SCAN2QA_CELERY_VISIBILITY_TIMEOUT"
+RESULT_EXPIRES_VARIABLE = "SCAN2QA_CELERY_RESULT_EXPIRES"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 DEFAULT_VISIBILITY_TIMEOUT = 7200
+DEFAULT_RESULT_EXPIRES = 3600
 
 
 def broker_url() -> str:
@@ -50,15 +56,23 @@ def backend_url() -> str:
     return os.environ.get(BACKEND_VARIABLE, "").strip() or broker_url()
 
 
-def visibility_timeout() -> int:
-    value = os.environ.get(VISIBILITY_TIMEOUT_VARIABLE, "").strip()
+def _seconds(variable: str, default: int) -> int:
+    value = os.environ.get(variable, "").strip()
     try:
-        seconds = int(value) if value else DEFAULT_VISIBILITY_TIMEOUT
+        seconds = int(value) if value else default
     except ValueError:
-        raise ValueError(f"{VISIBILITY_TIMEOUT_VARIABLE}={value!r}: expected whole seconds") from None
+        raise ValueError(f"{variable}={value!r}: expected whole seconds") from None
     if seconds < 1:
-        raise ValueError(f"{VISIBILITY_TIMEOUT_VARIABLE}={value!r}: expected at least 1 second")
+        raise ValueError(f"{variable}={value!r}: expected at least 1 second")
     return seconds
+
+
+def visibility_timeout() -> int:
+    return _seconds(VISIBILITY_TIMEOUT_VARIABLE, DEFAULT_VISIBILITY_TIMEOUT)
+
+
+def result_expires() -> int:
+    return _seconds(RESULT_EXPIRES_VARIABLE, DEFAULT_RESULT_EXPIRES)
 
 
 def celery_settings() -> dict:
@@ -72,7 +86,7 @@ def celery_settings() -> dict:
             **DEFAULT_CONFIG["broker_transport_options"],
             "visibility_timeout": visibility_timeout(),
         },
-        "result_expires": 7 * 24 * 3600,
+        "result_expires": result_expires(),
     }
 
 

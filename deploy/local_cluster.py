@@ -10,6 +10,26 @@ started on exit: Postgres and Redis from the Debian packages (``postgresql``,
 rest from this project's environment. Nothing here is scan2qa logic: the same
 processes, started by hand on several machines, are the deployment the README
 describes.
+
+Fault tests break it on purpose, each helper doing what the named failure does
+and nothing more, and each service coming back where it was (same port, same
+data folder), so the processes that outlived the fault reconnect by themselves:
+
+- ``kill_daemon()``: the daemon process alone dies (its code server and the run
+  workers that server spawned go on, orphaned); ``restart_daemon()`` starts a
+  new one.
+- ``kill_daemon_and_run_workers()``: the daemon's machine is lost: the daemon,
+  its code server and every run worker die at once (SIGKILL); returns the run
+  workers' process ids.
+- ``run_worker_pids()``: the run workers alive now (``DefaultRunLauncher``'s are
+  ``multiprocessing`` children of the daemon's code server; other launchers'
+  are ``dagster api execute_run`` processes).
+- ``stop_redis()`` / ``start_redis()``: the broker goes away and comes back on
+  the same port; it keeps nothing on disk (as started here), so queued steps
+  and stored results are gone with it.
+- ``stop_postgres(mode)`` / ``start_postgres()`` / ``restart_postgres(down_seconds,
+  mode)``: the database stops (``pg_ctl -m immediate`` by default, a crash;
+  ``"fast"`` a clean stop) and comes back on the same port with the same data.
 """
 
 from __future__ import annotations
@@ -82,11 +102,12 @@ def port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def process_tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds of a live process, its live descendants and the descendants they have reaped (``/proc/*/stat``)."""
+def _process_table() -> tuple[dict[int, int], dict[int, float], dict[int, int]]:
+    """{pid: parent pid}, {pid: CPU seconds incl. reaped children}, {pid: process group} of every process now."""
     ticks = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     cpu: dict[int, float] = {}
+    groups: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
@@ -94,7 +115,14 @@ def process_tree_cpu_seconds(pid: int) -> float:
             continue
         child = int(stat.parent.name)
         parents[child] = int(fields[1])
+        groups[child] = int(fields[2])
         cpu[child] = sum(int(v) for v in fields[11:15]) / ticks  # utime, stime, cutime, cstime
+    return parents, cpu, groups
+
+
+def process_tree(pid: int, parents: dict[int, int] | None = None) -> set[int]:
+    """A process and its live descendants."""
+    parents = parents if parents is not None else _process_table()[0]
     tree, frontier = {pid}, [pid]
     while frontier:
         current = frontier.pop()
@@ -102,7 +130,38 @@ def process_tree_cpu_seconds(pid: int) -> float:
             if parent == current and child not in tree:
                 tree.add(child)
                 frontier.append(child)
-    return sum(cpu.get(p, 0.0) for p in tree)
+    return tree
+
+
+def process_tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a live process, its live descendants and the descendants they have reaped (``/proc/*/stat``)."""
+    parents, cpu, _ = _process_table()
+    return sum(cpu.get(p, 0.0) for p in process_tree(pid, parents))
+
+
+def command_line(pid: int) -> list[str]:
+    try:
+        return [part.decode(errors="replace") for part in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if part]
+    except OSError:
+        return []
+
+
+def is_run_worker(argv: list[str]) -> bool:
+    """A Dagster run worker: ``dagster api execute_run`` (most launchers) or the ``multiprocessing`` child the
+    code server spawns for ``DefaultRunLauncher`` (the server's only spawned children besides its resource
+    tracker)."""
+    line = " ".join(argv)
+    if "api execute_run" in line or "api resume_run" in line:
+        return True
+    return "multiprocessing.spawn" in line and "--multiprocessing-fork" in line
+
+
+def kill_now(pids) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 @dataclass
@@ -122,6 +181,9 @@ class LocalCluster:
     ports: dict[str, int] = field(default_factory=dict)
     extra_env: dict[str, str] = field(default_factory=dict)
     pg_dir: Path | None = None
+    # Process groups of processes that outlived the service that started them (a killed daemon's code server and
+    # run workers): killed in stop(), so a fault test leaves nothing behind.
+    orphan_groups: set[int] = field(default_factory=set)
 
     def __post_init__(self):
         self.workdir = Path(self.workdir).resolve()
@@ -144,6 +206,12 @@ class LocalCluster:
         """Stop in reverse order of start: workers and Dagster first, storage last."""
         for name in reversed(list(self.services)):
             self._stop_service(self.services.pop(name))
+        for group in self.orphan_groups:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.orphan_groups.clear()
         if self.pg_dir is not None and (self.pg_dir / "data" / "postmaster.pid").exists():
             self._as_postgres([postgres_bin("pg_ctl"), "-D", str(self.pg_dir / "data"), "-m", "fast", "-w", "stop"],
                               check=False)
@@ -202,7 +270,8 @@ class LocalCluster:
         return result
 
     def start_postgres(self) -> None:
-        """A fresh database cluster; as root its folder sits outside ``workdir`` (often a 0700 folder of root's)."""
+        """A fresh database cluster, or the stopped one again (same data, same port); as root its folder sits
+        outside ``workdir`` (often a 0700 folder of root's)."""
         if self.pg_dir is None:
             if self._running_as_root():
                 self.pg_dir = Path(tempfile.mkdtemp(prefix="scan2qa-postgres-"))
@@ -221,6 +290,28 @@ class LocalCluster:
         ])
         self._as_postgres([postgres_bin("createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "dagster", "dagster"],
                           check=False)
+
+    def stop_postgres(self, mode: str = "immediate") -> None:
+        """Stop the database: ``immediate`` (default: open connections break, as when its machine is lost; the next
+        start replays the WAL) or ``fast`` (clients disconnected, clean shutdown). ``start_postgres()`` brings it
+        back with the same data on the same port."""
+        if mode not in ("smart", "fast", "immediate"):
+            raise ValueError(f"pg_ctl stop mode {mode!r}: expected smart, fast or immediate")
+        if self.pg_dir is None:
+            raise ServiceError("postgres: not started")
+        self._as_postgres([postgres_bin("pg_ctl"), "-D", str(self.pg_dir / "data"), "-m", mode, "-w", "stop"])
+
+    def restart_postgres(self, down_seconds: float = 0.0, mode: str = "immediate") -> None:
+        """``stop_postgres(mode)``, ``down_seconds`` with no database, then ``start_postgres()``."""
+        self.stop_postgres(mode)
+        time.sleep(down_seconds)
+        self.start_postgres()
+
+    def stop_redis(self) -> None:
+        """Stop Redis (SIGTERM); its port stays this cluster's. It keeps nothing on disk (``--save ""``), so the
+        broker's queued steps and the stored results vanish under the workers; ``start_redis()`` starts an empty
+        one on the same port."""
+        self._stop_service(self.services.pop("redis"))
 
     def start_redis(self) -> None:
         port = self.ports.setdefault("redis", free_port())
@@ -340,10 +431,59 @@ class LocalCluster:
         return result
 
     def start_daemon(self) -> Service:
+        log = self.logs / "daemon.log"
+        offset = log.stat().st_size if log.exists() else 0  # a restarted daemon appends to the same log
+
+        def ready() -> bool:
+            with open(log, "rb") as handle:
+                handle.seek(offset)
+                return b"QueuedRunCoordinatorDaemon" in handle.read()
+
         service = self._spawn("daemon", [str(BIN / "dagster-daemon"), "run", "-w", str(WORKSPACE)])
-        wait_until(lambda: "QueuedRunCoordinatorDaemon" in service.log.read_text(errors="replace"), "dagster-daemon",
-                   120, service.log, service.process)
+        wait_until(ready, "dagster-daemon", 120, service.log, service.process)
         return service
+
+    def restart_daemon(self) -> Service:
+        """Stop the daemon if one runs (SIGTERM: it stops its code server, which waits for its runs), start a new
+        one. After ``kill_daemon()`` this only starts."""
+        if "daemon" in self.services:
+            self._stop_service(self.services.pop("daemon"), timeout=60)
+        return self.start_daemon()
+
+    def kill_daemon(self) -> None:
+        """SIGKILL the daemon process alone, as when it crashes: its code server and run workers go on (the server
+        exits once its runs end and no daemon heartbeats it); ``stop()`` still kills them if they are left."""
+        service = self.services.pop("daemon")
+        self.orphan_groups.add(os.getpgid(service.process.pid))
+        os.kill(service.process.pid, signal.SIGKILL)
+        service.process.wait()
+
+    def run_worker_pids(self) -> list[int]:
+        """Run workers alive now under the daemon or left by a killed one (see ``is_run_worker``)."""
+        parents, _, groups = _process_table()
+        roots = {s.process.pid for n, s in self.services.items() if n == "daemon"}
+        roots |= {pid for pid, group in groups.items() if group in self.orphan_groups}
+        tree = set().union(*(process_tree(pid, parents) for pid in roots)) if roots else set()
+        return sorted(pid for pid in tree if is_run_worker(command_line(pid)))
+
+    def kill_daemon_and_run_workers(self) -> list[int]:
+        """The daemon's machine lost: SIGKILL the daemon, its code server and every run worker at once (whatever
+        process group they are in); returns the run workers' pids, so a test can tell the fault hit runs."""
+        workers = self.run_worker_pids()
+        service = self.services.pop("daemon", None)
+        doomed = set(workers)
+        if service is not None:
+            doomed |= process_tree(service.process.pid)
+        for group in self.orphan_groups:
+            doomed |= {pid for pid, g in _process_table()[2].items() if g == group}
+        kill_now(sorted(doomed))
+        if service is not None:
+            try:
+                os.killpg(service.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            service.process.wait()
+        return workers
 
     def start_webserver(self) -> Service:
         port = self.ports.setdefault("webserver", free_port())

@@ -1,10 +1,13 @@
-"""Deployment files: deploy/Dockerfile, deploy/helm/values.yaml and deploy/k8s/celery-workers.yaml.
+"""Deployment files: deploy/Dockerfile (and its deploy/requirements.lock), deploy/helm/values.yaml and
+deploy/k8s/celery-workers.yaml.
 
 The Dockerfile is parsed by Docker's own Go parser (the ``dockerfile`` package), the YAML files by
 ``yaml.safe_load``; every fact the files state about the project is checked against the project:
-the Makefile's Debian packages, pyproject's code location, the env vars the code reads (storage in
-resources/storage.py, the Celery and executor settings in assets/), deploy/dagster.yaml's run
-queue, and the official Helm chart's values schema (an allow-list below, with its source).
+the Makefile's Debian packages, pyproject's code location and dependencies (the lock pins a version
+each specifier allows), the env vars the code reads (storage in resources/storage.py, the Celery and
+executor settings in assets/), deploy/dagster.yaml's run queue, run monitoring, run retries and
+retention, and the official Helm chart's values schema (an allow-list below, with its source).
+No Docker engine runs here: the image itself is never built by these tests.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ except ImportError as exc:  # a missing parser must fail the suite, never skip i
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
+LOCK = ROOT / "deploy" / "requirements.lock"
 DOCKERIGNORE = ROOT / ".dockerignore"
 VALUES = ROOT / "deploy" / "helm" / "values.yaml"
 WORKERS = ROOT / "deploy" / "k8s" / "celery-workers.yaml"
@@ -75,9 +79,14 @@ BASE_PACKAGES = {"libc6", "libstdc++6", "libgcc-s1"}
 # subschema/run_launcher.py (0f2d9d8e), subschema/redis.py (0f2d9d8e), subschema/postgresql.py
 # (00701070), subschema/daemon.py (00701070) and
 # charts/dagster_user_deployments/subschema/user_deployments.py (00701070). "[]" marks a list item.
+# Added for run healing and logs (issue 24): subschema/compute_log_manager.py (36f72b17),
+# subschema/retention.py (bbc1853b), the RunRetries model of subschema/daemon.py (maxRetries,
+# retryOnAssetOrOpFailure) and, since runMonitoring is a free-form map in that model, the keys
+# templates/configmap-instance.yaml (835892b4) renders from it.
 _DEPLOYMENT = "dagster-user-deployments.deployments[]"
 _K8S_LAUNCHER = "runLauncher.config.k8sRunLauncher"
 _QUEUED = "dagsterDaemon.runCoordinator.config.queuedRunCoordinator"
+_S3_LOGS = "computeLogManager.config.s3ComputeLogManager"
 CHART_KEYS = {
     # DagsterHelmValues / Global
     "global.dagsterHome",
@@ -103,6 +112,35 @@ CHART_KEYS = {
     f"{_K8S_LAUNCHER}.envConfigMaps[].name",
     f"{_K8S_LAUNCHER}.envVars[]",
     f"{_K8S_LAUNCHER}.failPodOnRunFailure",
+    # ComputeLogManager (type and the S3ComputeLogManager fields)
+    "computeLogManager.type",
+    f"{_S3_LOGS}.bucket",
+    f"{_S3_LOGS}.localDir",
+    f"{_S3_LOGS}.prefix",
+    f"{_S3_LOGS}.useSsl",
+    f"{_S3_LOGS}.verify",
+    f"{_S3_LOGS}.verifyCertPath",
+    f"{_S3_LOGS}.endpointUrl",
+    f"{_S3_LOGS}.skipEmptyFiles",
+    f"{_S3_LOGS}.uploadInterval",
+    f"{_S3_LOGS}.showUrlOnly",
+    f"{_S3_LOGS}.region",
+    # Daemon.runMonitoring (as the instance template renders it) and Daemon.runRetries (RunRetries)
+    "dagsterDaemon.runMonitoring.enabled",
+    "dagsterDaemon.runMonitoring.startTimeoutSeconds",
+    "dagsterDaemon.runMonitoring.cancelTimeoutSeconds",
+    "dagsterDaemon.runMonitoring.maxResumeRunAttempts",
+    "dagsterDaemon.runMonitoring.pollIntervalSeconds",
+    "dagsterDaemon.runMonitoring.freeSlotsAfterRunEndSeconds",
+    "dagsterDaemon.runRetries.enabled",
+    "dagsterDaemon.runRetries.maxRetries",
+    "dagsterDaemon.runRetries.retryOnAssetOrOpFailure",
+    # Retention (TickRetention: a number of days, or one per tick status)
+    "retention.enabled",
+    "retention.schedule.purgeAfterDays",
+    "retention.sensor.purgeAfterDays",
+    *(f"retention.{kind}.purgeAfterDays.{status}" for kind in ("schedule", "sensor")
+      for status in ("skipped", "success", "failure", "started")),
     # RabbitMQ / Redis (the chart's Celery broker, unused with K8sRunLauncher)
     "rabbitmq.enabled",
     "redis.enabled",
@@ -143,6 +181,9 @@ CHART_OPAQUE = {
     f"{_DEPLOYMENT}.volumeMounts",
 }
 RUN_LAUNCHER_TYPES = {"CeleryK8sRunLauncher", "K8sRunLauncher", "CustomRunLauncher"}
+COMPUTE_LOG_MANAGER_TYPES = {"NoOpComputeLogManager", "AzureBlobComputeLogManager", "GCSComputeLogManager",
+                             "S3ComputeLogManager", "CustomComputeLogManager"}
+TICK_STATUSES = {"skipped", "success", "failure", "started"}
 RUN_COORDINATOR_TYPES = {"QueuedRunCoordinator", "CustomRunCoordinator"}
 PULL_POLICIES = {"Always", "IfNotPresent", "Never"}
 POSTGRES_PASSWORD_KEY = "postgresql-password"  # the key the chart's templates read from the Secret
@@ -187,6 +228,34 @@ def makefile_recipe(target: str) -> str:
 
 def pyproject() -> dict[str, Any]:
     return tomllib.loads(PYPROJECT.read_text())
+
+
+def lock_pins() -> dict[str, str]:
+    """{normalised name: version} of deploy/requirements.lock."""
+    pins = {}
+    for line in LOCK.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;]+)", line)
+        assert match, f"deploy/requirements.lock: {line!r} is not a name==version pin"
+        pins[re.sub(r"[-_.]+", "-", match.group(1)).lower()] = match.group(2)
+    return pins
+
+
+def stage_index(name: str) -> list[Any]:
+    """The commands of the build stage ``FROM ... AS name``."""
+    cmds = commands()
+    starts = [i for i, c in enumerate(cmds) if c.cmd == "FROM"] + [len(cmds)]
+    for begin, end in zip(starts, starts[1:]):
+        value = [v.lower() for v in cmds[begin].value]
+        if "as" in value and value[value.index("as") + 1] == name:
+            return cmds[begin:end]
+    raise AssertionError(f"deploy/Dockerfile has no stage named {name}")
+
+
+def instance_yaml() -> dict[str, Any]:
+    return yaml.safe_load(DAGSTER_YAML.read_text())
 
 
 def values() -> dict[str, Any]:
@@ -303,10 +372,73 @@ def ignored(relative: str, patterns: list[str]) -> bool:
 # deploy/Dockerfile
 
 
-def test_dockerfile_parses_and_uses_the_bookworm_python_base():
+def test_dockerfile_parses_and_builds_on_the_bookworm_python_base_in_two_stages():
     froms = only(commands(), "FROM")
-    assert len(froms) == 1, "a single-stage image"
-    assert froms[0].value[0] == BASE_IMAGE
+    assert [f.value[0] for f in froms] == [BASE_IMAGE, BASE_IMAGE], "a dependencies stage and the final image"
+    assert len(stage_index("dependencies")) > 1
+
+
+def test_dependencies_stage_installs_the_lock_and_nothing_else_from_the_context():
+    stage = stage_index("dependencies")
+    sources = [source for copy in only(stage, "COPY") for source in copy.value[:-1]]
+    assert sources == ["deploy/requirements.lock"], f"only the lock may invalidate the dependency layer: {sources}"
+    installs = [segment for run in only(stage, "RUN") for segment in re.split(r"&&|;", run.value[0])
+                if "pip install" in segment]
+    lock_installs = [shlex.split(s) for s in installs if "-r" in shlex.split(s)]
+    assert len(lock_installs) == 1, installs
+    argv = lock_installs[0]
+    assert argv[argv.index("-r") + 1] == only(stage, "COPY")[0].value[-1]
+    assert "--no-cache-dir" in argv and "--only-binary" in argv, "no pip cache, no compiler in the image"
+    assert not apt_installed(" ".join(r.value[0] for r in only(stage, "RUN"))), "no build tools are installed"
+
+
+def test_final_stage_takes_the_venv_then_copies_the_code_then_installs_only_the_project():
+    stage = final_stage()
+    copies = only(stage, "COPY")
+    venv = [c for c in copies if any(f.startswith("--from=dependencies") for f in c.flags)]
+    assert venv and venv[0].value[-1] == "/opt/venv", "the final stage copies the locked venv"
+    first_code_copy = next(i for i, c in enumerate(stage) if c.cmd == "COPY" and not c.flags)
+    assert stage.index(venv[0]) < first_code_copy, "dependencies before the code: a code change keeps their layer"
+    env = {}
+    for command in only(stage, "ENV"):
+        env.update(zip(command.value[::2], command.value[1::2]))
+    assert env["PATH"].startswith("/opt/venv/bin:"), "the venv's python and dagster come first"
+    pip_steps = [shlex.split(segment) for run in only(stage, "RUN")
+                 for segment in re.split(r"&&|;", run.value[0]) if "pip install" in segment]
+    assert len(pip_steps) == 1, pip_steps
+    argv = pip_steps[0]
+    assert {"--no-deps", "--no-build-isolation", "--no-cache-dir"} <= set(argv) and argv[-1] == ".", argv
+    install = next(i for i, c in enumerate(stage) if c.cmd == "RUN" and "pip install" in c.value[0])
+    assert install > first_code_copy
+
+
+def test_lock_pins_every_requirement_of_the_project_and_its_deploy_extra_as_pyproject_allows():
+    from packaging.requirements import Requirement
+
+    pins = lock_pins()
+    project = pyproject()
+    wanted = [*project["project"]["dependencies"], *project["project"]["optional-dependencies"]["deploy"],
+              *project["build-system"]["requires"]]
+    for text in wanted:
+        requirement = Requirement(text)
+        name = re.sub(r"[-_.]+", "-", requirement.name).lower()
+        assert name in pins, f"deploy/requirements.lock lacks {name}: run python -m deploy.lock_requirements"
+        assert requirement.specifier.contains(pins[name], prereleases=True), (
+            f"deploy/requirements.lock pins {name}=={pins[name]}, pyproject wants {requirement.specifier}")
+    for extra in ("test", "browser"):
+        only_there = {re.sub(r"[-_.]+", "-", Requirement(r).name).lower()
+                      for r in project["project"]["optional-dependencies"][extra]}
+        assert not only_there & set(pins) - {"pyyaml"}, f"the image does not need the {extra} extra"
+
+
+def test_lock_matches_the_venv_the_tests_run_in_for_what_both_have():
+    import importlib.metadata
+
+    pins = lock_pins()
+    for name in ("dagster", "dagster-postgres", "dagster-celery", "polars", "open3d-cpu", "great-expectations"):
+        assert pins[name] == importlib.metadata.version(name), (
+            f"{name}: the image would run {pins[name]}, the tests ran {importlib.metadata.version(name)}; "
+            "run python -m deploy.lock_requirements")
 
 
 def test_debian_packages_are_the_makefiles_plus_open3ds_unbundled_libraries():
@@ -337,24 +469,13 @@ def test_every_library_open3d_links_is_shipped_or_installed_in_the_image():
             )
 
 
-def test_install_step_is_cis_with_the_project_and_its_deploy_extra():
-    pip_steps = [
-        shlex.split(segment)
-        for run in only(final_stage(), "RUN")
-        for segment in re.split(r"&&|;", run.value[0])
-        if "pip install" in segment
-    ]
-    assert any("--upgrade" in s and "pip" in s[s.index("install") + 1 :] for s in pip_steps), "CI upgrades pip"
-    targets = [t for s in pip_steps for t in s[s.index("install") + 1 :] if not t.startswith("-")]
-    assert ".[deploy]" in targets, f"the project is not installed with its deploy extra: {targets}"
-
-
 def test_copied_paths_exist_are_in_the_build_context_and_cover_pip_install():
     patterns = dockerignore_patterns()
     copied = set()
-    for copy in only(final_stage(), "COPY") + only(final_stage(), "ADD"):
+    for copy in only(commands(), "COPY") + only(commands(), "ADD"):
         assert copy.cmd == "COPY", "ADD fetches and unpacks; COPY only copies"
-        assert not any(f.startswith("--from") for f in copy.flags)
+        if any(f.startswith("--from") for f in copy.flags):
+            continue
         for source in copy.value[:-1]:
             assert (ROOT / source).exists(), f"COPY {source}: no such path in the repository"
             assert not ignored(source, patterns), f"COPY {source}: excluded by .dockerignore"
@@ -413,7 +534,7 @@ def test_values_set_only_keys_of_the_official_chart():
 def test_values_choose_k8s_run_launcher_queued_runs_and_external_postgres():
     v = values()
     assert v["runLauncher"]["type"] in RUN_LAUNCHER_TYPES
-    assert v["runLauncher"]["type"] == "K8sRunLauncher", "steps run on dagster-celery workers, not celery-k8s"
+    assert v["runLauncher"]["type"] == "K8sRunLauncher", "one pod per run, as Dagster documents Kubernetes"
     assert "celeryK8sRunLauncher" not in v["runLauncher"].get("config", {})
     assert v["rabbitmq"]["enabled"] is False and v["redis"]["enabled"] is False
     coordinator = v["dagsterDaemon"]["runCoordinator"]
@@ -446,7 +567,7 @@ def test_env_vars_are_the_ones_the_code_location_reads():
     assert not unread, f"no code reads {sorted(unread)}"
     assert all(isinstance(value, str) for value in env.values()), "the chart's env map takes strings"
     assert isinstance(json.loads(env["SCAN2QA_STORAGE_OPTIONS"]), dict)
-    assert env["SCAN2QA_EXECUTOR"] == "celery", "a cluster's sensors request the Celery jobs"
+    assert env["SCAN2QA_EXECUTOR"] == "in_process", "on Kubernetes a run's steps run in its own pod"
     # The broker URL may carry a password: it comes from the Secret, never from plain env.
     assert module_constant(CELERY, "BROKER_VARIABLE") not in env
 
@@ -459,6 +580,63 @@ def test_run_queue_is_deploy_dagster_yamls():
     assert queued["tagConcurrencyLimits"] == limits, f"deploy/dagster.yaml limits runs by {limits}"
     postgres = instance["storage"]["postgres"]["postgres_db"]
     assert values()["postgresql"]["postgresqlScheme"] == postgres["scheme"]
+
+
+def test_values_heal_runs_as_deploy_dagster_yaml_does():
+    daemon = values()["dagsterDaemon"]
+    instance = instance_yaml()
+    monitoring, retries = daemon["runMonitoring"], daemon["runRetries"]
+    assert monitoring["enabled"] is True and instance["run_monitoring"]["enabled"] is True
+    assert monitoring["maxResumeRunAttempts"] == instance["run_monitoring"]["max_resume_run_attempts"] == 0, (
+        "a lost run is retried as a new run, not resumed")
+    assert monitoring["pollIntervalSeconds"] == instance["run_monitoring"]["poll_interval_seconds"]
+    assert monitoring["cancelTimeoutSeconds"] == instance["run_monitoring"]["cancel_timeout_seconds"]
+    assert monitoring["startTimeoutSeconds"] >= instance["run_monitoring"]["start_timeout_seconds"], (
+        "a pod may wait for a node and an image pull")
+    assert retries == {"enabled": True, "maxRetries": instance["run_retries"]["max_retries"],
+                       "retryOnAssetOrOpFailure": instance["run_retries"]["retry_on_asset_or_op_failure"]}
+    assert retries["retryOnAssetOrOpFailure"] is False, "a step that raised (bad input) is not retried"
+
+
+def test_values_retention_is_deploy_dagster_yamls():
+    retention = values()["retention"]
+    assert retention["enabled"] is True
+    instance = instance_yaml()["retention"]
+    for kind in ("schedule", "sensor"):
+        days = retention[kind]["purgeAfterDays"]
+        assert days == instance[kind]["purge_after_days"], kind
+        if isinstance(days, dict):
+            assert set(days) == TICK_STATUSES, f"the chart's {kind} retention needs all four tick statuses"
+
+
+def test_values_send_step_logs_to_s3_through_dagster_aws():
+    logs = values()["computeLogManager"]
+    assert logs["type"] in COMPUTE_LOG_MANAGER_TYPES and logs["type"] == "S3ComputeLogManager"
+    assert logs["config"]["s3ComputeLogManager"]["bucket"]
+    deploy = requirement_names(pyproject()["project"]["optional-dependencies"]["deploy"])
+    assert "dagster-aws" in deploy and "dagster-aws" in lock_pins(), "the chart's S3ComputeLogManager is dagster-aws's"
+
+
+def test_run_pods_get_resources_and_the_secret_and_threads_match_the_cpu_request():
+    launcher = values()["runLauncher"]["config"]["k8sRunLauncher"]
+    assert [s["name"] for s in launcher["envSecrets"]] == [s["name"] for s in the_deployment()["envSecrets"]]
+    cpu = launcher["resources"]["requests"]["cpu"]
+    assert the_deployment()["env"]["SCAN2QA_THREADS"] == str(cpu), "a run uses its pod's cores"
+
+
+def test_proposed_per_job_k8s_config_is_what_k8s_run_launcher_reads():
+    from assets.k8s_run_config import K8S_CONFIG_TAG, dataset_k8s_tags, scan_k8s_tags
+
+    # The fields of dagster-k8s 0.29.27's UserDefinedDagsterK8sConfig (dagster_k8s/job.py), read from its wheel.
+    allowed = {"container_config", "pod_spec_config", "pod_template_spec_metadata", "job_spec_config",
+               "job_metadata", "merge_behavior"}
+    for tags in (scan_k8s_tags(), dataset_k8s_tags()):
+        config = tags[K8S_CONFIG_TAG]
+        assert set(config) <= allowed
+        json.dumps(config)
+        container = config["container_config"]
+        threads = {e["name"]: e["value"] for e in container["env"]}["SCAN2QA_THREADS"]
+        assert threads == container["resources"]["requests"]["cpu"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -474,7 +652,7 @@ def test_workers_run_the_code_location_image_with_its_settings_and_secrets():
     env = {e["name"]: e for e in container["env"]}
     password = env.pop("DAGSTER_PG_PASSWORD")["valueFrom"]["secretKeyRef"]
     assert password == {"name": v["global"]["postgresqlSecretName"], "key": POSTGRES_PASSWORD_KEY}
-    threads = env.pop("SCAN2QA_THREADS")["value"]
+    threads = env["SCAN2QA_THREADS"]["value"]
     assert {name: e["value"] for name, e in env.items()} == deployment["env"]
     assert [e["secretRef"]["name"] for e in container["envFrom"]] == [s["name"] for s in deployment["envSecrets"]]
     argv = container["command"]
@@ -502,7 +680,7 @@ def test_deploy_extra_has_what_the_chart_configuration_needs():
     # The image installs ".[deploy]": the main dependencies (dagster-postgres, dagster-celery, which the code
     # location imports) and the extra (dagster-k8s, which only run pods on Kubernetes need).
     deploy = {**requirement_names(pyproject()["project"]["dependencies"]), **requirement_names(extras["deploy"])}
-    assert {"dagster-postgres", "dagster-k8s", "dagster-celery"} <= set(deploy)
+    assert {"dagster-postgres", "dagster-k8s", "dagster-celery", "dagster-aws"} <= set(deploy)
     assert "redis" in deploy["dagster-celery"], "the broker is Redis: dagster-celery[redis]"
 
 

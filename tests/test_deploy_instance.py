@@ -106,3 +106,80 @@ def test_deployment_switches(monkeypatch):
     monkeypatch.setenv("SCAN2QA_EXECUTOR", "kubernetes")
     with pytest.raises(ValueError, match="SCAN2QA_EXECUTOR='kubernetes'"):
         sensor_scan_job()
+
+
+def test_instance_heals_runs_with_a_launcher_that_checks_run_workers(dagster_home):
+    from dagster._core.instance.config import dagster_instance_config
+    from dagster._serdes.config_class import ConfigurableClassData
+
+    config, _ = dagster_instance_config(str(dagster_home))
+    launcher = config["run_launcher"]
+    loaded = ConfigurableClassData(launcher["module"], launcher["class"], "{}").rehydrate(object)
+    assert loaded.supports_check_run_worker_health, "run monitoring must see a run whose worker is gone"
+    monitoring, retries = config["run_monitoring"], config["run_retries"]
+    assert monitoring["enabled"] and monitoring["max_resume_run_attempts"] == 0, "DefaultRunLauncher cannot resume"
+    assert 0 < monitoring["poll_interval_seconds"] <= 60
+    assert retries["enabled"] and 0 < retries["max_retries"] <= 3, "bounded retries"
+    assert retries["retry_on_asset_or_op_failure"] is False, "a step that raised (a ScanError) is not retried"
+    assert config["retention"]["sensor"]["purge_after_days"]["skipped"] >= 1
+
+
+def test_run_worker_health_check_asks_the_runs_code_server(tmp_path, monkeypatch):
+    import json
+
+    from dagster._core.launcher import WorkerStatus
+    from dagster._core.storage.dagster_run import DagsterRun
+    from dagster._core.storage.tags import GRPC_INFO_TAG
+    from dagster._grpc.client import DagsterGrpcClient
+    from dagster._grpc.types import GetCurrentRunsResult
+    from dagster._serdes import serialize_value
+
+    from deploy.run_launcher import MonitoredRunLauncher
+
+    launcher = MonitoredRunLauncher()
+
+    def run(tags):
+        return DagsterRun(job_name="scan_job_celery", run_id="r1", tags=tags)
+
+    assert launcher.check_run_worker_health(run({})).status == WorkerStatus.UNKNOWN
+    gone = {GRPC_INFO_TAG: json.dumps({"host": "localhost", "socket": str(tmp_path / "no-server.sock")})}
+    result = launcher.check_run_worker_health(run(gone))
+    assert result.status == WorkerStatus.FAILED and "does not answer" in result.msg
+
+    class Reply:
+        def __init__(self, runs):
+            self.serialized_current_runs = serialize_value(GetCurrentRunsResult(current_runs=runs, serializable_error_info=None))
+
+    alive = {GRPC_INFO_TAG: json.dumps({"host": "localhost", "port": 4266})}
+    monkeypatch.setattr(DagsterGrpcClient, "_query", lambda self, *a, **k: Reply(["r1", "r2"]))
+    assert launcher.check_run_worker_health(run(alive)).status == WorkerStatus.RUNNING
+    monkeypatch.setattr(DagsterGrpcClient, "_query", lambda self, *a, **k: Reply(["r2"]))
+    result = launcher.check_run_worker_health(run(alive))
+    assert result.status == WorkerStatus.FAILED and "runs no worker for this run" in result.msg
+
+
+def test_scan_and_dataset_jobs_carry_run_time_limits(monkeypatch):
+    from assets.definitions import defs
+    from assets.run_policy import dataset_run_tags, scan_run_tags
+
+    for name in ("scan_job", "scan_job_celery"):
+        assert defs.resolve_job_def(name).tags["dagster/max_runtime"] == "7200"
+    dataset = defs.resolve_job_def("dataset_job_celery").tags
+    assert dataset["dagster/max_runtime"] == "21600" and dataset["dagster/max_retries"] == "1"
+    monkeypatch.setenv("SCAN2QA_SCAN_RUN_MAX_SECONDS", "900")
+    assert scan_run_tags() == {"dagster/max_runtime": "900"}
+    monkeypatch.setenv("SCAN2QA_DATASET_RUN_MAX_SECONDS", "forever")
+    with pytest.raises(ValueError, match="SCAN2QA_DATASET_RUN_MAX_SECONDS='forever'"):
+        dataset_run_tags()
+
+
+def test_celery_results_expire_after_an_hour_unless_told(monkeypatch):
+    from assets.celery import celery_settings
+
+    monkeypatch.delenv("SCAN2QA_CELERY_RESULT_EXPIRES", raising=False)
+    assert celery_settings()["result_expires"] == 3600
+    monkeypatch.setenv("SCAN2QA_CELERY_RESULT_EXPIRES", "86400")
+    assert celery_settings()["result_expires"] == 86400
+    monkeypatch.setenv("SCAN2QA_CELERY_RESULT_EXPIRES", "0")
+    with pytest.raises(ValueError, match="SCAN2QA_CELERY_RESULT_EXPIRES"):
+        celery_settings()

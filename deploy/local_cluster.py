@@ -322,25 +322,6 @@ class LocalCluster:
                                         "--appendonly", "no", "--dir", str(self.workdir)])
         wait_until(lambda: port_open(port), "redis", 30, service.log, service.process)
 
-    def stop_redis(self) -> None:
-        """Stop Redis (its port stays this cluster's): the broker and result backend vanish under the workers."""
-        self._stop_service(self.services.pop("redis"))
-
-    def stop_postgres(self) -> None:
-        """Stop Postgres at once (``-m immediate``: open connections break, as when its machine is lost)."""
-        self._as_postgres([postgres_bin("pg_ctl"), "-D", str(self.pg_dir / "data"), "-m", "immediate", "-w", "stop"])
-
-    def restart_postgres(self, down_seconds: float = 0.0) -> None:
-        """Stop Postgres, leave it down ``down_seconds``, start it again on the same port with the same data."""
-        self.stop_postgres()
-        time.sleep(down_seconds)
-        self.start_postgres()
-
-    def restart_daemon(self) -> Service:
-        """Stop the Dagster daemon (SIGTERM, as a deploy does) and start a new one."""
-        self._stop_service(self.services.pop("daemon"))
-        return self.start_daemon()
-
     def start_s3(self) -> None:
         port = self.ports.setdefault("s3", free_port())
         service = self._spawn("s3", [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)])

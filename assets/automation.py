@@ -26,6 +26,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.deployment import automation_running, sensor_interval
+from assets.run_policy import dataset_run_tags
 
 DATASET_TAGS = {"scan2qa/phase": "dataset"}
 AUTOMATION_INTERVAL = 30  # default seconds between evaluations
@@ -54,7 +55,7 @@ def automation_sensor() -> dg.AutomationConditionSensorDefinition:
         name="dataset_automation",
         target=dg.AssetSelection.all(include_sources=True),
         minimum_interval_seconds=sensor_interval(AUTOMATION_INTERVAL),
-        run_tags=DATASET_TAGS,
+        run_tags={**DATASET_TAGS, **dataset_run_tags()},  # one at a time in the queue; run-time limit, retries
         default_status=dg.DefaultSensorStatus.RUNNING if automation_running() else dg.DefaultSensorStatus.STOPPED,
         description="Rebuilds the dataset-wide assets (membership, questions, release) after any upstream change "
         "or failure, once no scan is being built.",

@@ -20,6 +20,7 @@ import dagster as dg
 from assets import frames, membership, pinpoint, qa, release, scene, table_checks, visibility
 from assets.celery import build_celery_jobs
 from assets.jobs import build_jobs
+from assets.retention import RETENTION_JOBS, RETENTION_SCHEDULES
 from assets.schedules import weekly_full_rebuild
 from assets.sensors import build_sensors
 from resources.defaults import default_resources
@@ -32,9 +33,9 @@ all_asset_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
 defs = dg.Definitions(
     assets=all_assets,
     asset_checks=all_asset_checks,
-    jobs=[*build_jobs(all_assets), *build_celery_jobs(all_assets)],
+    jobs=[*build_jobs(all_assets), *build_celery_jobs(all_assets), *RETENTION_JOBS],
     sensors=build_sensors(all_assets),
-    schedules=[weekly_full_rebuild],
+    schedules=[weekly_full_rebuild, *RETENTION_SCHEDULES],
     resources=default_resources(),
     executor=dg.in_process_executor,
 )

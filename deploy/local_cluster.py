@@ -75,6 +75,21 @@ def postgres_bin(name: str) -> str:
     return path
 
 
+def stop_process_group(process: subprocess.Popen, timeout: float = 20) -> None:
+    """SIGTERM the session ``process`` leads (started with ``start_new_session``), SIGKILL it after ``timeout``."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 def wait_until(check, what: str, timeout: float, log: Path | None = None, process: subprocess.Popen | None = None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -220,17 +235,7 @@ class LocalCluster:
             self.pg_dir = None
 
     def _stop_service(self, service: Service, timeout: float = 20) -> None:
-        if service.process.poll() is not None:
-            return
-        try:
-            os.killpg(service.process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            service.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(service.process.pid, signal.SIGKILL)
-            service.process.wait()
+        stop_process_group(service.process, timeout)
 
     def cpu_seconds(self, name_prefix: str) -> float:
         """CPU seconds used so far by the services whose names start with ``name_prefix`` (and their children)."""

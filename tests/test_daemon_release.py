@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from assets.demo_instance import instance_yaml
+from deploy.local_cluster import stop_process_group
 
 pytestmark = pytest.mark.cluster  # starts the daemon and its run processes: CI runs it in the cluster step
 
@@ -170,9 +170,4 @@ def test_sensor_and_automation_alone_publish_exclude_and_restore(tmp_path, daemo
             launched_by = {r.tags.get("dagster/sensor_name") for r in instance.get_runs()}
             assert launched_by <= {"scan_discovery", "dataset_automation"}, launched_by
     finally:
-        os.killpg(daemon.pid, signal.SIGTERM)
-        try:
-            daemon.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(daemon.pid, signal.SIGKILL)
-            daemon.wait()
+        stop_process_group(daemon, timeout=60)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import urllib.error
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.local_cluster import free_port, wait_until
+from deploy.local_cluster import free_port, stop_process_group, wait_until
 
 pytestmark = pytest.mark.cluster  # starts dagster-webserver; CI runs it in the cluster step
 
@@ -90,9 +89,4 @@ def test_build_runs_are_runs_of_the_code_location_jobs_and_re_execute(tmp_path, 
             assert launched["__typename"] == "LaunchRunSuccess", (job, answer)
             assert launched["run"]["jobName"] == job
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        stop_process_group(server, timeout=60)

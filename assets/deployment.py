@@ -18,6 +18,7 @@ import os
 import dagster as dg
 
 from assets.celery import DATASET_JOB_CELERY, SCAN_JOB_CELERY
+from assets.env_values import env_seconds
 from assets.jobs import DATASET_JOB, SCAN_JOB
 
 EXECUTOR_VARIABLE = "SCAN2QA_EXECUTOR"
@@ -45,12 +46,7 @@ def sensor_dataset_job() -> str:
 
 
 def sensor_interval(default: int) -> int:
-    value = os.environ.get(INTERVAL_VARIABLE, "").strip()
-    if not value:
-        return default
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"{INTERVAL_VARIABLE}={value!r}: expected a whole number of seconds, at least 1")
-    return int(value)
+    return env_seconds(INTERVAL_VARIABLE, default)
 
 
 def automation_running() -> bool:

@@ -16,7 +16,7 @@ Read when the code location loads, like ``assets.deployment``'s switches.
 
 from __future__ import annotations
 
-import os
+from assets.env_values import env_seconds
 
 MAX_RUNTIME_TAG = "dagster/max_runtime"
 MAX_RETRIES_TAG = "dagster/max_retries"
@@ -29,21 +29,12 @@ DEFAULT_DATASET_MAX_SECONDS = 6 * 3600
 DATASET_MAX_RETRIES = 1
 
 
-def _seconds(variable: str, default: int) -> int:
-    value = os.environ.get(variable, "").strip()
-    if not value:
-        return default
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"{variable}={value!r}: expected a whole number of seconds, at least 1")
-    return int(value)
-
-
 def scan_run_tags() -> dict[str, str]:
-    return {MAX_RUNTIME_TAG: str(_seconds(SCAN_MAX_SECONDS_VARIABLE, DEFAULT_SCAN_MAX_SECONDS))}
+    return {MAX_RUNTIME_TAG: str(env_seconds(SCAN_MAX_SECONDS_VARIABLE, DEFAULT_SCAN_MAX_SECONDS))}
 
 
 def dataset_run_tags() -> dict[str, str]:
     return {
-        MAX_RUNTIME_TAG: str(_seconds(DATASET_MAX_SECONDS_VARIABLE, DEFAULT_DATASET_MAX_SECONDS)),
+        MAX_RUNTIME_TAG: str(env_seconds(DATASET_MAX_SECONDS_VARIABLE, DEFAULT_DATASET_MAX_SECONDS)),
         MAX_RETRIES_TAG: str(DATASET_MAX_RETRIES),
     }

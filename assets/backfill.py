@@ -49,6 +49,7 @@ from assets.backfill_progress import (
 from assets.celery import DATASET_JOB_CELERY, SCAN_JOB_CELERY
 from assets.instance_calls import DEFAULT_PATIENCE_S, DatabaseGone, Patience
 from assets.jobs import DATASET_JOB, SCAN_JOB
+from assets.run_errors import stored_run_failure
 from pipeline.scene.discovery import discover_scans
 
 BATCH_TAG = "scan2qa/batch"
@@ -181,30 +182,6 @@ def launch_job(instance: dg.DagsterInstance, patience: Patience, workspace, job_
 # --- following the runs ------------------------------------------------------------------------------------------------
 
 
-def run_error(instance: dg.DagsterInstance, run_id: str) -> str:
-    """The innermost cause of the run's first failed step, as ``scan2qa build`` prints it, else the run's failure."""
-    records = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.STEP_FAILURE).records
-    for record in records:
-        error = record.event_log_entry.dagster_event.step_failure_data.error
-        while error is not None and error.cause is not None:
-            error = error.cause
-        if error is not None:
-            message = error.message.strip().splitlines()[0] if error.message.strip() else error.cls_name
-            return f"{record.event_log_entry.step_key}: {message}"
-    failures = instance.get_records_for_run(run_id, of_type=dg.DagsterEventType.RUN_FAILURE).records
-    for record in reversed(failures):
-        event = record.event_log_entry.dagster_event
-        error = getattr(event.event_specific_data, "error", None)
-        while error is not None and error.cause is not None:
-            error = error.cause
-        if error is not None and error.message.strip():
-            return f"run failed: {error.message.strip().splitlines()[0]}"
-        message = (event.message or "").strip()
-        if message:
-            return message.splitlines()[0]
-    return "run failed (see its event log in the UI)"
-
-
 class Follower:
     """Follows the newest run of each key among the runs tagged ``tags`` until every key is done."""
 
@@ -253,7 +230,7 @@ class Follower:
                           backfill_ended=ended, backfill_note=note)
             if state.run_id and state.state in (FAILED, RETRYING) and state.run_id not in self.errors:
                 run_id = state.run_id
-                self.errors[run_id] = self.patience.call(lambda: run_error(self.instance, run_id), "read a run's error")
+                self.errors[run_id] = self.patience.call(lambda: stored_run_failure(self.instance, run_id), "read a run's error")
             if state.state == RETRYING and state.run_id not in self.reported_failures and state.note != (
                     "waiting for the retry daemon's decision"):
                 self.reported_failures.add(state.run_id)

@@ -18,6 +18,7 @@ instance counts as never attempted.
 
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import dagster as dg
 import polars as pl
@@ -50,16 +51,18 @@ def per_scan_definitions() -> list[dg.AssetsDefinition]:
     ]
 
 
-def per_scan_asset_keys() -> list[dg.AssetKey]:
-    return sorted(key for a in per_scan_definitions() for key in a.keys)
+@lru_cache(maxsize=1)
+def per_scan_asset_keys() -> tuple[dg.AssetKey, ...]:
+    return tuple(sorted(key for a in per_scan_definitions() for key in a.keys))
 
 
-def per_scan_check_keys() -> list[dg.AssetCheckKey]:
+@lru_cache(maxsize=1)
+def per_scan_check_keys() -> tuple[dg.AssetCheckKey, ...]:
     """Checks of per-scan assets, whether declared on the asset or beside it (``assets.table_checks``)."""
     scan_assets = set(per_scan_asset_keys())
     checks = {key for a in per_scan_definitions() for key in a.check_keys}
     checks |= {key for c in dg.load_asset_checks_from_modules([*PER_SCAN_MODULES, table_checks]) for key in c.check_keys}
-    return sorted((key for key in checks if key.asset_key in scan_assets), key=lambda k: k.to_user_string())
+    return tuple(sorted((key for key in checks if key.asset_key in scan_assets), key=lambda k: k.to_user_string()))
 
 
 def scan_states(

@@ -30,16 +30,24 @@ def step_failure_line(events: Iterable[dg.DagsterEvent]) -> str | None:
 
 
 def stored_run_failure(instance: dg.DagsterInstance, run_id: str) -> str:
-    """Why the stored run ``run_id`` failed: its first failed step, else the run's own failure message."""
+    """Why the stored run ``run_id`` failed: its first failed step, else the innermost cause of the run's own
+    failure (a run worker lost, a run-time limit, the executor losing its broker)."""
     steps = instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
     line = step_failure_line(entry.dagster_event for entry in steps if entry.dagster_event is not None)
     if line:
         return line
-    for entry in instance.all_logs(run_id, of_type={dg.DagsterEventType.RUN_FAILURE, dg.DagsterEventType.RUN_CANCELED}):
-        message = (entry.dagster_event.message if entry.dagster_event else "") or entry.user_message or ""
-        if message.strip():
-            return f"run {run_id[:8]}: {message.strip().splitlines()[0]}"
-    return f"run {run_id[:8]} failed before any step ran"
+    ended = instance.all_logs(run_id, of_type={dg.DagsterEventType.RUN_FAILURE, dg.DagsterEventType.RUN_CANCELED})
+    for entry in reversed(ended):
+        event = entry.dagster_event
+        error = getattr(event.event_specific_data, "error", None) if event else None
+        while error is not None and error.cause is not None:
+            error = error.cause
+        if error is not None and error.message.strip():
+            return f"run failed: {error.message.strip().splitlines()[0]}"
+        message = ((event.message if event else "") or entry.user_message or "").strip()
+        if message:
+            return message.splitlines()[0]
+    return "run failed before any step ran (see its event log in the UI)"
 
 
 def stored_failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:

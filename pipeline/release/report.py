@@ -53,7 +53,9 @@ th{background:#f2f4f8}td.l,th.l{text-align:left}.ok{color:#11772b}.bad{color:#b0
 .dim{color:#889}
 .shot{position:relative;display:inline-block;width:240px;margin:0}.shot img{display:block;width:240px}
 .shot svg{position:absolute;left:1px;top:1px;width:240px;height:calc(100% - 2px)}
-.evidence{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}.planbox{max-width:420px}
+.shot figcaption{position:absolute;right:4px;top:3px;font-size:11px;background:rgba(255,255,255,.8);padding:0 3px}
+.evidence{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}.evidence>div:last-child{flex:1;min-width:250px}
+.planbox{max-width:420px}
 .planbox svg.plan{border:1px solid #ccd;max-width:100%;height:auto}.plancap{font-size:12px;color:#445;margin:4px 0}
 .stamp{display:grid;grid-template-columns:max-content auto;gap:2px 14px;font-size:13px;background:#f6f7fa;
 border:1px solid #e3e6ee;border-radius:4px;padding:8px 12px;margin:8px 0}.stamp dt{color:#667}.stamp dd{margin:0}
@@ -72,21 +74,25 @@ def _esc(x) -> str:
     return html.escape(str(x))
 
 
-_NUMBER = re.compile(r"(<b>)?[-+]?(\d[\d,]*(\.\d+)?|\.\d+)%?(</b>)?|n/a|")
+_NUMBER = re.compile(r"(<b>)?[-+]?(\d[\d,]*(\.\d+)?|\.\d+)%?(</b>)?|n/a")
 
 
 def _numeric(cell) -> bool:
     return isinstance(cell, (int, float)) or bool(_NUMBER.fullmatch(str(cell)))
 
 
+def _number_column(cells: list) -> bool:
+    """Every filled cell a number or a percentage, and at least one filled (an empty column is a text column)."""
+    filled = [c for c in cells if str(c) != ""]
+    return bool(filled) and all(_numeric(c) for c in filled)
+
+
 def _table(headers: list[str], rows: Iterable[list], left: int = 1) -> str:
     """A table whose text columns are left-aligned and whose number columns are right-aligned (the first ``left``
-    columns are always left-aligned): a column is a number column when every cell is a number or a percentage."""
+    columns are always left-aligned)."""
     rows = [list(r) for r in rows]
-    text = [
-        i < left or any(not _numeric(r[i]) for r in rows if i < len(r)) or not rows for i in range(len(headers))
-    ]
-    cls = lambda i: "l" if i < len(text) and text[i] else ""  # noqa: E731
+    text = [i < left or not _number_column([r[i] for r in rows if i < len(r)]) for i in range(len(headers))]
+    cls = lambda i: "l" if i >= len(text) or text[i] else ""  # noqa: E731
     head = "".join(f'<th class="{cls(i)}">{_esc(h)}</th>' for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(f'<td class="{cls(i)}">{c}</td>' for i, c in enumerate(r)) + "</tr>" for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
@@ -364,7 +370,8 @@ def _shot_html(shot: Shot) -> str:
         f'<svg viewBox="0 0 {width} {height}" preserveAspectRatio="none" font-family="system-ui,sans-serif">{boxes}</svg>'
         if boxes and width else ""
     )
-    return f'<figure class="shot"><img alt="{shot.alt}" src="{shot.uri}">{overlay}</figure>'
+    caption = f"<figcaption>f{shot.frame_index}</figcaption>" if shot.frame_index is not None else ""
+    return f'<figure class="shot"><img alt="{shot.alt}" src="{shot.uri}">{overlay}{caption}</figure>'
 
 
 def render_report(

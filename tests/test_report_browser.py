@@ -91,7 +91,7 @@ def test_plans_show_the_geometry_of_distance_direction_and_route_questions(page,
             continue
         plan = plans[0]
         assert plan.bounding_box()["width"] > 200
-        for selector in ["path.floor", "polygon.object", "polyline.camera-path", "g.budget-frame", *parts]:
+        for selector in ["path.floor", "polygon.object", "polyline.camera-path", "path.budget-frames", *parts]:
             assert plan.query_selector(selector) is not None, (kind, selector)
     used = page.eval_on_selector('svg.plan[data-kind="direction"]', "s => s.querySelectorAll('polygon.used').length")
     assert used == 3  # A, B and C

@@ -51,7 +51,7 @@ def test_direction_plan_draws_the_facing_the_sectors_and_the_answer():
     assert [label for _, label in sectors] == ["left", "back", "right"]
     assert dict((label, fill) for fill, label in sectors)["back"] == "#ffd75e"  # the answer's sector
     assert "facing B" in svg and "180°" in svg and "at 180.0°" in caption
-    assert svg.count('class="object used"') == 3 and svg.count('class="budget-frame"') == 3
+    assert svg.count('class="object used"') == 3 and svg.count("h0") == 3 and 'class="view-ticks"' in svg
     assert svg.count('class="shown-frame"') == 1 and 'class="camera-path"' in svg and 'class="floor"' in svg
 
 

@@ -43,6 +43,7 @@ from pipeline.scene.parsed import OrientedBox
 WIDTH = 400  # px, the plan's largest side
 MARGIN = 18  # px around the drawing
 MAX_PATH_POINTS = 600  # the camera path is thinned to this many poses (every k-th frame, and the last)
+MAX_TICKS = 128  # budgets up to this many frames get a view tick per frame
 FLOOR_FILL, FLOOR_STROKE = "#f3efe6", "#8a8170"
 OBJECT_STROKE = "#aab0bc"
 CAMERA = "#6b7488"
@@ -84,12 +85,12 @@ def _box(row: dict) -> OrientedBox:
 def scene_plan(objects: pl.DataFrame, rooms: pl.DataFrame, frames: pl.DataFrame) -> ScenePlan:
     """The drawable scene of one scan from its rows of ``objects``, ``rooms`` and ``frames`` (any may be empty)."""
     room_geoms = []
-    if rooms.height and "polygon_wkb" in rooms.columns:
+    if rooms.height and {"polygon_wkb", "room_id"} <= set(rooms.columns):
         for row in rooms.sort("room_id").iter_rows(named=True):
             if row["polygon_wkb"] is not None:
                 room_geoms.append((str(row["kind"]), shapely.from_wkb(row["polygon_wkb"])))
     boxes, labels, structural = {}, {}, set()
-    for row in objects.sort("object_id").iter_rows(named=True) if objects.height else []:
+    for row in objects.sort("object_id").iter_rows(named=True) if objects.height and "object_id" in objects.columns else []:
         obj = int(row["object_id"])
         boxes[obj] = _box(row)
         labels[obj] = str(row.get("category") or row.get("raw_label") or "")
@@ -99,14 +100,18 @@ def scene_plan(objects: pl.DataFrame, rooms: pl.DataFrame, frames: pl.DataFrame)
     hulls = box_footprints([boxes[i] for i in ids])
     footprints = {i: np.asarray(hull.exterior.coords, dtype=float) for i, hull in zip(ids, hulls)}
     plan = ScenePlan(room_geoms, boxes, labels, structural, footprints)
-    if frames.height and "pose" in frames.columns:
+    if frames.height and {"pose", "frame_index"} <= set(frames.columns):
         valid = frames.filter(pl.col("valid").fill_null(True)) if "valid" in frames.columns else frames
-        for index, pose in zip(valid["frame_index"].to_list(), valid["pose"].to_list()):
-            m = np.asarray(pose, dtype=float).reshape(4, 4)
-            if np.all(np.isfinite(m)):
-                forward = m[:2, 2]
-                norm = float(np.hypot(*forward))
-                plan.camera_xy[int(index)] = (m[:2, 3].copy(), forward / norm if norm > 1e-9 else np.zeros(2))
+        valid = valid.filter(pl.col("pose").list.len() == 16)
+        if valid.height:
+            poses = np.asarray(valid["pose"].to_list(), dtype=float).reshape(-1, 4, 4)  # one conversion per scan
+            finite = np.all(np.isfinite(poses.reshape(-1, 16)), axis=1)
+            forward = poses[:, :2, 2]
+            norm = np.hypot(forward[:, 0], forward[:, 1])
+            forward = np.where(norm[:, None] > 1e-9, forward / np.maximum(norm, 1e-9)[:, None], 0.0)
+            for index, ok, position, ahead in zip(valid["frame_index"].to_list(), finite, poses[:, :2, 3], forward):
+                if ok:
+                    plan.camera_xy[int(index)] = (position, ahead)
     return plan
 
 
@@ -398,15 +403,19 @@ def _camera_svg(m: _Map, plan: ScenePlan, budget_frames: list[int], shown_frames
     start = m.xy(plan.camera_xy[order[0]][0])
     out.append(f'<rect x="{start[0] - 3:.1f}" y="{start[1] - 3:.1f}" width="6" height="6" fill="{CAMERA}">'
                f'<title>camera path start (frame {order[0]})</title></rect>')
-    tick = 12.0 / m.scale  # 12 px in metres
-    for i in sorted(set(budget_frames)):
-        if i not in plan.camera_xy:
-            continue
-        p, forward = plan.camera_xy[i]
-        (x, y), (x1, y1) = m.xy(p), m.xy(p + forward * tick)
-        out.append(f'<g class="budget-frame"><line x1="{x:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y1:.1f}" stroke="#2b3550" '
-                   f'stroke-width="1"/><circle cx="{x:.1f}" cy="{y:.1f}" r="2.2" fill="#2b3550"><title>frame {i}'
-                   f'</title></circle></g>')
+    # The budget's frames as one path of dots (and one of view ticks, up to MAX_TICKS frames): an all-frame budget
+    # has thousands of frames, and one element per frame would make every plan hundreds of kilobytes.
+    marked = [i for i in sorted(set(budget_frames)) if i in plan.camera_xy]
+    if marked:
+        dots = "".join(f"M{m.pt(plan.camera_xy[i][0])}h0" for i in marked)
+        out.append(f'<path class="budget-frames" d="{dots}" stroke="#2b3550" stroke-width="4.4" stroke-linecap="round">'
+                   f'<title>the {len(marked)} frames of the budget</title></path>')
+        if len(marked) <= MAX_TICKS:
+            tick = 12.0 / m.scale  # 12 px in metres
+            ticks = "".join(
+                f"M{m.pt(plan.camera_xy[i][0])}L{m.pt(plan.camera_xy[i][0] + plan.camera_xy[i][1] * tick)}" for i in marked
+            )
+            out.append(f'<path class="view-ticks" d="{ticks}" stroke="#2b3550" stroke-width="1" fill="none"/>')
     for i in sorted(set(shown_frames)):
         if i not in plan.camera_xy:
             continue

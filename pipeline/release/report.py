@@ -32,7 +32,7 @@ import polars as pl
 from pipeline import seeding
 from pipeline.release.churn import CHURN_COLUMNS, churn, churn_totals
 from pipeline.release.palette import object_colours
-from pipeline.release.plan_view import ScenePlan, plan_svg, scene_plan
+from pipeline.release.plan_view import MAX_TICKS, ScenePlan, plan_svg, scene_plan
 from pipeline.scene.scan_notes import notes_html
 from pipeline.schemas import BUDGETS
 from pipeline.qa.stats import baseline_rows
@@ -608,23 +608,29 @@ def attach_plans(
             return pl.DataFrame({"key": []}, schema={"key": pl.String})
         return df.filter(pl.col("key").is_in(keys))
 
-    objects, rooms = of_keys(tables.get("objects")), of_keys(tables.get("rooms"))
+    def by_key(df: pl.DataFrame | None) -> dict[str, pl.DataFrame]:  # split once: a filter per item costs more
+        df = of_keys(df)
+        return {k: part for (k,), part in df.partition_by("key", as_dict=True).items()} if df.height else {}
+
+    objects, rooms = by_key(tables.get("objects")), by_key(tables.get("rooms"))
     frames = tables.get("frames")
     if frames is None and frames_of is not None and keys:
         frames = frames_of(keys)
-    frames = of_keys(frames)
+    frames = by_key(frames)
+    budgets: dict[tuple[str, str], list[int]] = {}
+    if {"key", "budget", "frame_index"} <= set(frame_samples.columns):
+        for (key, budget), part in of_keys(frame_samples).partition_by(["key", "budget"], as_dict=True).items():
+            budgets[(key, budget)] = part["frame_index"].to_list()
+    empty = pl.DataFrame()
     scenes: dict[str, ScenePlan] = {}
     for item in items:
-        row = item.row
-        key = row["key"]
+        key = item.row["key"]
         if key not in scenes:
-            scenes[key] = scene_plan(
-                objects.filter(pl.col("key") == key), rooms.filter(pl.col("key") == key), frames.filter(pl.col("key") == key)
-            )
-        item.plan = plan_html(item, scenes[key], frame_samples)
+            scenes[key] = scene_plan(objects.get(key, empty), rooms.get(key, empty), frames.get(key, empty))
+        item.plan = plan_html(item, scenes[key], budgets.get((key, item.row["budget"]), []))
 
 
-def plan_html(item: GalleryItem, scene: ScenePlan, frame_samples: pl.DataFrame) -> str:
+def plan_html(item: GalleryItem, scene: ScenePlan, budget_frames: list[int]) -> str:
     """The plan of one sample question with its caption; "" when its scan has no room, object or pose to draw."""
     row = item.row
     try:
@@ -635,11 +641,6 @@ def plan_html(item: GalleryItem, scene: ScenePlan, frame_samples: pl.DataFrame) 
         geometry = {}
     if row["options"]:
         geometry.setdefault("correct", _answer_text(row))
-    budget_frames = []
-    if {"key", "budget", "frame_index"} <= set(frame_samples.columns):
-        budget_frames = frame_samples.filter(
-            (pl.col("key") == row["key"]) & (pl.col("budget") == row["budget"])
-        )["frame_index"].to_list()
     real = row["video_kind"] == "real"
     shown = [s.frame_index for s in item.shots if s.frame_index is not None and s.uri is not None]
     svg, caption = plan_svg(scene, item.used, geometry, object_colours(item.used), budget_frames if real else [], shown)
@@ -647,8 +648,9 @@ def plan_html(item: GalleryItem, scene: ScenePlan, frame_samples: pl.DataFrame) 
         return ""
     path = ""
     if scene.camera_xy:
-        path = (f" Grey: the camera path; dots with ticks: the {len(budget_frames)} frames of budget {row['budget']} "
-                "(tick: where the camera looks)" + ("; rings: the frames shown here" if shown else "") + "."
+        ticks = " with ticks" if len(budget_frames) <= MAX_TICKS else ""
+        path = (f" Grey: the camera path; dots{ticks}: the {len(budget_frames)} frames of budget {row['budget']}"
+                + (" (tick: where the camera looks)" if ticks else "") + ("; rings: the frames shown here" if shown else "") + "."
                 if real else " Grey: the camera path (this dummy video shows none of its frames).")
     legend = ("Seen from above (x right, y up): floor polygon, every object's footprint (grey), the question's objects "
               "in their box colours." + path)

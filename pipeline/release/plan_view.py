@@ -197,7 +197,7 @@ def _direction_parts(plan: ScenePlan, used: list[int], geometry: dict, colours: 
     if norm < 1e-9:
         return None
     facing /= norm
-    radius = max(float(np.hypot(*(c - a))) * 1.25, 1.0)
+    radius = max(float(np.hypot(*(c - a))) * 1.3, 1.0)  # C inside, the bin labels near the rim beyond it
     mode = MODES[geometry["mode"]]
     edges = [*mode.edges, 360.0]
     phi = math.degrees(math.atan2(facing[1], facing[0]))
@@ -218,7 +218,7 @@ def _direction_parts(plan: ScenePlan, used: list[int], geometry: dict, colours: 
             opacity = "0.55" if label == answer else "0.45"
             out.append(f'<polygon class="sector" points="{m.points([a, *arc])}" fill="{fill}" fill-opacity="{opacity}" '
                        f'stroke="#8d97ab" stroke-width="0.8"><title>{_esc(label)}: {lo:g}° to {hi:g}°</title></polygon>')
-            out.append(_text(m, at((lo + hi) / 2, radius * 0.78), label, "#39425a", 11, bold=label == answer))
+            out.append(_text(m, at((lo + hi) / 2, radius * 0.93), label, "#39425a", 11, bold=label == answer))
         tip = at(0.0, radius * 0.55)
         if geometry.get("backward"):  # the line to B, then the facing arrow pointing away from it
             out.append(_line(m, a, b, "#555", 1.2, "4 3"))
@@ -253,13 +253,13 @@ def _distance_parts(plan: ScenePlan, used: list[int], geometry: dict, colours: d
     d = float(geometry["distance_m"])
 
     def draw(m: _Map) -> str:
-        colour = "#d0021b"
+        colour = "#111"  # not an object colour: the segment is the measurement, not an object
         out = [_line(m, p, q, colour, 2.6), _arrow_head(m, p, q, colour, 8), _arrow_head(m, q, p, colour, 8)]
         out.append(_text(m, (p + q) / 2, f"{d:.2f} m", colour, 12, bold=True, dy=-6))
         return "".join(out)
 
     names = geometry.get("names") or ["", ""]
-    caption = (f"Red: the segment between the closest points of the {names[0]}'s and the {names[1]}'s boxes "
+    caption = (f"Black: the segment between the closest points of the {names[0]}'s and the {names[1]}'s boxes "
                f"(drawn from above; the answer is its 3D length, {d:.2f} m).")
     return [p, q], draw, caption
 
@@ -380,9 +380,13 @@ def plan_svg(
     out.append(_camera_svg(m, plan, budget_frames, shown_frames))
     for obj in highlighted:
         colour = colours.get(obj, "#333")
-        out.append(f'<polygon class="object used" data-object="{obj}" points="{m.points(plan.footprints[obj])}" '
+        ring = plan.footprints[obj]
+        out.append(f'<polygon class="object used" data-object="{obj}" points="{m.points(ring)}" '
                    f'fill="{colour}" fill-opacity="0.3" stroke="{colour}" stroke-width="2">'
                    f'<title>object {obj}: {_esc(plan.labels.get(obj, ""))}</title></polygon>')
+        if float(np.ptp(ring, axis=0).max()) * m.scale < 10:  # a phone or a cup: a ring so it is seen at all
+            x, y = m.xy(plan.boxes[obj].center[:2])
+            out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="8" fill="none" stroke="{colour}" stroke-width="1.6"/>')
     if parts is not None:
         out.append(parts[1](m))
     for obj in highlighted:

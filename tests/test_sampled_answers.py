@@ -55,6 +55,11 @@ def release(tmp_path_factory):
     n = samples.filter(pl.col("budget") == ALL).height
     frames = [_code_frame(i) for i in range(n)]
     write_video(str(root), budget_video_path(ALL, parsed.key), frames, 10.0, (128, 64))
+    order = samples.filter(pl.col("budget") == ALL).sort("rank")["frame_index"].to_list()
+    for budget in schemas.BUDGETS[:-1]:
+        picked = samples.filter(pl.col("budget") == budget).sort("rank")["frame_index"].to_list()
+        write_video(str(root), budget_video_path(budget, parsed.key), [frames[order.index(f)] for f in picked], 1.0,
+                    (128, 64))
     return root, parsed.key, out
 
 
@@ -152,3 +157,35 @@ def test_sampled_benchmark_tables_videos_and_validity(release, tmp_path, spec):
     counts = outcome_counts(bench.outcomes)
     assert counts["questions"].sum() == all_frame.height
     assert pl.read_parquet(out / "tables" / "qa.parquet").height == bench.qa.height
+
+
+def test_export_adds_a_sampler_config_the_task_folder_loads_and_eval_scores_it(release, tmp_path, capsys):
+    from pipeline.cli import main
+    from tests.test_lmms_eval_task import load_task, run_task
+
+    root, key, tables = release
+    out = tmp_path / "export"
+    assert main(["export", "--format", "revsi", "--release", str(root), "--out", str(out), "--sampler", "uniform:8"]) == 0
+    task = load_task(out / "lmms_eval_task" / "scan2qa_revsi_uniform_8_frame.yaml")
+    docs = pl.read_parquet(task["dataset_kwargs"]["data_files"]["test"])
+    assert docs.height > 0 and set(docs["num_frames"]) == {"uniform_8"}
+    truth = dict(zip(docs["id"], docs["ground_truth"]))
+    scores = run_task(task, lambda doc: truth[doc["id"]])
+    assert scores["overall_acc"] == pytest.approx(1.0), scores
+    group = (out / "lmms_eval_task" / "scan2qa_revsi_sampled.yaml").read_text()
+    assert "scan2qa_revsi_uniform_8_frame" in group
+    assert "uniform_8" not in (out / "lmms_eval_task" / "scan2qa_revsi.yaml").read_text()
+    with VideoFrameSource(out / "uniform_8_frame" / f"{key.partition('/')[2]}.mp4") as video:
+        assert len(video) == 8
+    # VLMEvalKit gets a TSV for the sampler too
+    assert main(["export", "--format", "vlmevalkit", "--release", str(root), "--out", str(tmp_path / "vlm"),
+                 "--sampler", "uniform:8", "--sampled", str(out / "samplers" / "uniform_8")]) == 0
+    assert (tmp_path / "vlm" / "revsi_uniform_8_frame.tsv").exists()
+    # eval --sampler scores predictions against the sampler's ground truth
+    predictions = tmp_path / "pred.jsonl"
+    predictions.write_text("".join(json.dumps({"id": i, "prediction": g}) + "\n" for i, g in truth.items()))
+    capsys.readouterr()
+    assert main(["eval", "--release", str(root), "--predictions", str(predictions), "--sampler", "uniform:8",
+                 "--json", "--no-judge"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report, report

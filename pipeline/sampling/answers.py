@@ -168,7 +168,7 @@ def compute_answers(
                     outcome["reason"] = (
                         "objects not seen in the sampled frames: " + ", ".join(str(i) for i in unseen)
                         if unseen
-                        else "its type's rule rejects it under the sampled frames"
+                        else "all its objects are seen, but its type's generator does not ask it from the sampled frames"
                     )
                 else:
                     if options:

@@ -121,3 +121,59 @@ def run(args: argparse.Namespace) -> int:
           + "".join(f"\n  failed: {f}" for f in check["failed"]))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0 if check["success"] else 1
+
+
+def sampler_validity(release: str | None, specs: list[str], plot: str | None, as_json: bool) -> int:
+    """``scan2qa stats --samplers``: validity per type and sampler, computed (no videos, nothing written but the plot)."""
+    from pipeline.errors import ConfigError
+    from pipeline.sampling.validity import markdown, validity_svg, validity_table
+
+    if not release:
+        raise ConfigError("stats --samplers needs --release (a release folder or output root)")
+    tables = load_release_tables(Path(release))
+    config = release_config(Path(release))
+    outcomes = pl.concat([compute_answers(parse_sampler(s), tables, config).outcomes for s in specs])
+    table = validity_table(outcomes)
+    if plot:
+        storage.write_bytes_atomic(storage.upath(plot), validity_svg(table).encode())
+    if as_json:
+        print(json.dumps(table.to_dicts(), indent=1, sort_keys=True))
+    else:
+        sys.stdout.write(markdown(table))
+    return 0
+
+
+def add_sampler_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--sampler SPEC`` (repeatable) and ``--sampled DIR`` for the commands that read a sampled benchmark."""
+    parser.add_argument("--sampler", action="append", dest="samplers", metavar="SPEC",
+                        help="also the benchmark answered for this frame sampler (repeatable; see scan2qa answers)")
+    parser.add_argument("--sampled", action="append", metavar="DIR",
+                        help="a `scan2qa answers --out` folder to use for the matching --sampler, in order "
+                        "(default: computed now into <out>/samplers/<label>, or a temporary folder)")
+
+
+def sampled_folders(release: str | Path, specs: list[str] | None, given: list[str] | None, work: Path,
+                    videos: bool = True) -> list[Path]:
+    """The answers folders for ``specs``: the ones given, else built under ``work/<label>``."""
+    folders = []
+    for i, spec in enumerate(specs or []):
+        if given and i < len(given):
+            folders.append(Path(given[i]))
+            continue
+        folder = Path(work) / parse_sampler(spec).label
+        build_sampled(release, spec, folder, videos=videos)
+        folders.append(folder)
+    return folders
+
+
+def with_sampled(release, folders: list[Path]):
+    """A release whose qa also holds the sampled benchmarks' questions (their videos named by absolute path)."""
+    from dataclasses import replace
+
+    from pipeline.scoring.release import load_release
+
+    parts = [release.qa]
+    for folder in folders:
+        sampled = load_release(folder).qa
+        parts.append(sampled.with_columns(video=pl.lit(str(folder.resolve()) + "/") + pl.col("video")))
+    return replace(release, qa=pl.concat(parts).sort("id"))

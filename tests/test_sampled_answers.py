@@ -189,3 +189,14 @@ def test_export_adds_a_sampler_config_the_task_folder_loads_and_eval_scores_it(r
                  "--json", "--no-judge"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report, report
+
+
+def test_bench_answers_reports_cpu_seconds(release):
+    import argparse
+
+    from pipeline.bench.answers import format_result, run_answers_bench
+
+    root, key, tables = release
+    result = run_answers_bench(argparse.Namespace(release=str(root), sampler="uniform:8", baseline="16"))
+    assert result["sampler_result"]["checks_passed"] and result["sampler_result"]["cpu_s"] > 0
+    assert result["ratio"] is not None and "CPU-s" in format_result(result)

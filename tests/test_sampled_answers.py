@@ -200,3 +200,30 @@ def test_bench_answers_reports_cpu_seconds(release):
     result = run_answers_bench(argparse.Namespace(release=str(root), sampler="uniform:8", baseline="16"))
     assert result["sampler_result"]["checks_passed"] and result["sampler_result"]["cpu_s"] > 0
     assert result["ratio"] is not None and "CPU-s" in format_result(result)
+
+
+@pytest.mark.slow  # Dagster import and an in-process run: tens of seconds on a loaded 2-core machine
+def test_sampled_benchmarks_asset_publishes_each_configured_sampler(release, tmp_path):
+    import os
+
+    import dagster as dg
+
+    from assets.sampled import sampled_benchmarks, sampled_benchmarks_expectations
+    from resources.storage import StorageResource
+
+    root, key, tables = release
+    out = tmp_path / "out"
+    (out / "releases").mkdir(parents=True)
+    os.symlink(root, out / "releases" / "latest")
+    config_file = tmp_path / "scan2qa.yaml"
+    config_file.write_text(f"output_root: {out}\nsamplers: ['uniform:8', 'segments:16']\n")
+    storage = StorageResource(scans_root=str(tmp_path / "scans"), output_root=str(out), storage_options={},
+                              config_file=str(config_file))
+    result = dg.materialize([sampled_benchmarks, sampled_benchmarks_expectations], resources={"storage": storage})
+    assert result.success
+    checks = result.get_asset_check_evaluations()
+    assert checks and all(c.passed for c in checks)
+    for label in ("uniform_8", "segments_16"):
+        meta = json.loads((out / "sampled" / label / "sampler.json").read_text())
+        assert meta["checks"]["success"] and (out / "sampled" / label / "tables" / "qa.parquet").exists()
+    assert not [p for p in (out / "sampled").iterdir() if p.name.startswith(".")]

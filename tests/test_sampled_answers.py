@@ -227,3 +227,17 @@ def test_sampled_benchmarks_asset_publishes_each_configured_sampler(release, tmp
         meta = json.loads((out / "sampled" / label / "sampler.json").read_text())
         assert meta["checks"]["success"] and (out / "sampled" / label / "tables" / "qa.parquet").exists()
     assert not [p for p in (out / "sampled").iterdir() if p.name.startswith(".")]
+
+
+def test_report_section_for_configured_samplers(release):
+    from pipeline.sampling.validity import ALL_TYPES, report_section, validity_table
+
+    root, key, tables = release
+    html = report_section(tables, Config(samplers=("uniform:8", "16")))
+    assert "Validity under frame samplers" in html and "<svg" in html and "uniform_8" in html
+    assert report_section(tables, Config()) == ""
+    from pipeline.sampling.answers import compute_answers
+
+    outcomes = compute_answers(parse_sampler("all"), tables, Config()).outcomes
+    totals = validity_table(outcomes).filter(pl.col("question_type") == ALL_TYPES)
+    assert totals["valid"].to_list() == [1.0] * totals.height

@@ -86,3 +86,25 @@ def validity_svg(table: pl.DataFrame, width: int = 560, height: int = 320) -> st
                      f'{html.escape(profile[0])}</text>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">'
             f'<title>answers still right against frames seen</title>{"".join(parts)}</svg>\n')
+
+
+def report_section(tables: dict, config) -> str:
+    """The reviewer report's section for ``config.samplers``: validity per sampler (plot) and per type (table)."""
+    from pipeline.sampling.answers import compute_answers
+    from pipeline.sampling.spec import parse_sampler
+
+    if not config.samplers or "visibility" not in tables:
+        return ""
+    outcomes = pl.concat([compute_answers(parse_sampler(s), tables, config).outcomes for s in config.samplers])
+    table = validity_table(outcomes)
+    head = ("<h2>Validity under frame samplers</h2><p class=meta>Of the all-frame questions, how many answers stay "
+            "right for the frames each configured sampler takes (config <code>samplers</code>), change, or have no "
+            "answer (scan2qa answers computes them; frames per scan are averages).</p>")
+    cells = "".join(
+        f"<tr><td>{html.escape(r['profile'])}</td><td>{html.escape(r['question_type'])}</td>"
+        f"<td>{html.escape(r['sampler'])}</td><td>{r['frames']:.1f}</td><td>{r['questions']}</td><td>{r['stays']}</td>"
+        f"<td>{r['changes']}</td><td>{r['unanswerable']}</td><td>{100 * r['valid']:.1f}%</td></tr>"
+        for r in table.iter_rows(named=True)
+    )
+    return (head + validity_svg(table) + "<table><tr><th>profile</th><th>type</th><th>sampler</th><th>frames</th>"
+            "<th>questions</th><th>stay</th><th>change</th><th>unanswerable</th><th>valid</th></tr>" + cells + "</table>")

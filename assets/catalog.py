@@ -139,6 +139,7 @@ def code_version(module: str) -> str:
 # threshold (say ``visibility.min_visible_pixels``) changes the version of the asset that reads it and Dagster marks
 # it stale, and everything downstream of it with it; assets that read none of the changed fields stay fresh.
 CONFIG_READ = {
+    "assets.sampled": ("samplers",),
     "assets.scene": ("label_map", "frames", "allow_links_outside_root"),
     "assets.frames": ("frames", "seed"),
     "assets.visibility": ("visibility",),

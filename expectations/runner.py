@@ -101,15 +101,19 @@ def decide_suites(
     letter_tolerance: float = 0.05,
     min_questions_for_distribution: int = 40,
     extra_suites: tuple[Suite, ...] = (),
+    budgets: tuple[str, ...] | None = None,
 ) -> GateReport:
     """The rules of the suites named in ``suite_tables``, decided in polars over views of ``tables``; no GX.
+
+    ``budgets`` widens the known frame budgets (default ``pipeline.schemas.BUDGETS``): a sampled benchmark's
+    tables carry its sampler's label (``pipeline.sampling``).
 
     ``tables`` holds the suite's table and the tables its cross-table columns need (``expectations.derived``);
     a suite whose view cannot be built from them is left out.
     """
     views = build_views(tables, min_questions_for_distribution=min_questions_for_distribution)
     report = GateReport(success=True)
-    for suite in [*build_suites(frequency_ceiling, letter_tolerance), *extra_suites]:
+    for suite in [*build_suites(frequency_ceiling, letter_tolerance, budgets), *extra_suites]:
         if suite.table not in views and suite.table in tables and suite in extra_suites:
             views[suite.table] = tables[suite.table]  # a table checked per scan but not released: no derived columns
         if suite.table in suite_tables and suite.table in views:

@@ -210,6 +210,21 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("reason", _str),
         ]
     ),
+    # What became of each all-frame question under one frame sampler (pipeline/sampling/answers.py).
+    "sampled_answers": pa.schema(
+        [
+            ("id", _str),  # the all-frame question's id
+            ("key", _str),
+            ("profile", _str),
+            ("question_type", _str),
+            ("sampler", _str),  # the sampler's label (its budget name in the sampled qa table)
+            ("frames", _i32),  # frames the sampler takes from the scan's all-frame video
+            ("all_frame_answer", _str),
+            ("answer", _str),  # ground truth under the sampled frames; null when unanswerable
+            ("outcome", _str),  # "stays" | "changes" | "unanswerable"
+            ("reason", _str),  # why it is unanswerable; null otherwise
+        ]
+    ),
     # Which registered scan partitions a release holds, decided from the Dagster instance (pipeline/release/membership.py).
     "scan_membership": pa.schema(
         [

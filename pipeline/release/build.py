@@ -148,6 +148,7 @@ def build_release(
                 verdicts=outcomes,
                 previous_qa=previous[1] if previous else None,
                 previous_version=previous[0] if previous else None,
+                sampler_validity=_sampler_validity(tables, config),
             )
 
         checks = gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans, "excluded_scans": excluded}
@@ -213,3 +214,12 @@ def _release_videos(tables: dict[str, pl.DataFrame], out_root) -> dict[str, obje
         if src.exists():
             videos[rel] = src
     return videos
+
+
+def _sampler_validity(tables: dict, config: Config) -> str:
+    """The report's frame-sampler section (empty without ``config.samplers``)."""
+    if not config.samplers:
+        return ""
+    from pipeline.sampling.validity import report_section
+
+    return report_section(tables, config)

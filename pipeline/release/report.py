@@ -339,8 +339,9 @@ def render_report(
     verdicts: list[dict] | None = None,
     previous_qa: pl.DataFrame | None = None,
     previous_version: str | None = None,
+    sampler_validity: str = "",
 ) -> str:
-    """The page; ``verdicts`` are ``verdict_outcomes`` (each verdict, applied or why not), ``previous_qa`` the
+    """The page; ``sampler_validity`` is the frame samplers' validity section (``pipeline.sampling.validity``); ``verdicts`` are ``verdict_outcomes`` (each verdict, applied or why not), ``previous_qa`` the
     qa table of the release this one follows (its churn is shown), ``previous_version`` its name."""
     qa = tables["qa"]
     frame_samples = tables.get("frame_samples", pl.DataFrame())
@@ -429,6 +430,8 @@ def render_report(
                 rows.append([b, g.height, int(g["visible"].sum()), f"{100 * g['visible'].mean():.1f}%"])
         parts.append(_table(["budget", "objects", "visible", "share"], rows))
         parts.append(answerability_table(qa, object_visibility))
+    if sampler_validity:
+        parts.append(sampler_validity)
 
     if warned is not None:
         parts.append(_warnings_section(warned, scans.height))

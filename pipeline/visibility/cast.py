@@ -298,8 +298,11 @@ def _visibility_table(key: str, parts: list[tuple[int, FrameObjects, CameraRays]
     return _table(key, cat)
 
 
-def _budget_order(budget: str) -> tuple[int, int]:
-    return (1, 0) if budget == ALL else (0, int(budget))
+def _budget_order(budget: str) -> tuple[int, int, str]:
+    """Numeric budgets by size, then ``all``, then named sampler budgets (``pipeline.sampling``) by name."""
+    if budget == ALL:
+        return (1, 0, "")
+    return (0, int(budget), "") if str(budget).isdigit() else (2, 0, str(budget))
 
 
 def object_visibility(

@@ -152,16 +152,13 @@ CONFIG_READ = {
 @lru_cache(maxsize=None)
 def run_config_digest(module: str) -> str:
     """Digest of the run-config fields ``module`` reads (``CONFIG_READ``), from the deployment's config
-    (``SCAN2QA_CONFIG`` or ./scan2qa.yaml, as ``resources.storage.StorageResource.from_env`` loads it)."""
-    import json
-
-    from resources.storage import StorageResource
+    (``SCAN2QA_CONFIG`` or ./scan2qa.yaml: the defaults of the ``run_config`` resource, ``RunConfigResource.from_env``)."""
+    from resources.run_config import RunConfigResource, config_digest
 
     fields = CONFIG_READ.get(module, ())
     if not fields:
         return ""
-    values = StorageResource.from_env().config().to_dict()
-    return hashlib.sha256(json.dumps({f: values.get(f) for f in fields}, sort_keys=True, default=str).encode()).hexdigest()
+    return config_digest(RunConfigResource.from_env().config(), fields)
 
 
 def asset_version(module: str) -> str:

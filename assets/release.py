@@ -15,6 +15,8 @@ import polars as pl
 
 from assets.automation import dataset_automation
 from assets.catalog import file_asset, link_value, path_value
+from assets.step_config import step_config
+from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
 
@@ -25,12 +27,12 @@ from resources.storage import StorageResource
     owners=["team:scan2qa"],
     tags={"stage": "release"},
 )
-def reviewer_verdicts(storage: StorageResource) -> dg.ObserveResult:
+def reviewer_verdicts(storage: StorageResource, run_config: RunConfigResource) -> dg.ObserveResult:
     """Versioned by the file's content, so a new verdict marks the release stale (``verdicts_watch`` observes it
     whenever the file changes; ``scan2qa build`` before each release)."""
     from pipeline.release.verdicts import verdicts_fingerprint
 
-    config = storage.config()
+    config = run_config.config(storage)
     found = verdicts_fingerprint(config.verdicts_path, config.storage_options)
     return dg.ObserveResult(
         data_version=dg.DataVersion(found["version"]),
@@ -47,12 +49,14 @@ def reviewer_verdicts(storage: StorageResource) -> dg.ObserveResult:
     **file_asset(__name__, {"great_expectations", "html"}),
 )
 def release(
-    context: dg.AssetExecutionContext, storage: StorageResource, scan_membership: pl.DataFrame
+    context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource,
+    scan_membership: pl.DataFrame,
 ) -> dg.MaterializeResult:
     from pipeline.release.build import build_release
     from pipeline.release.membership import state_counts
 
-    outcome = build_release(storage.config(), membership=scan_membership)
+    config = step_config(context, storage, run_config, __name__)
+    outcome = build_release(config, membership=scan_membership)
     manifest = outcome.release.manifest
     context.log.info(f"release {outcome.release.version} written to {outcome.release.path}")
     counts = manifest["row_counts"]

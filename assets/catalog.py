@@ -136,16 +136,20 @@ def code_version(module: str) -> str:
 
 
 # The run-config fields each asset module's steps read. An asset's code version covers them too, so a changed
-# threshold (say ``visibility.min_visible_pixels``) changes the version of the asset that reads it and Dagster marks
+# threshold (say ``visibility.fraction_threshold``) changes the version of the asset that reads it and Dagster marks
 # it stale, and everything downstream of it with it; assets that read none of the changed fields stay fresh.
+# ``frames`` carries the budgets (``pipeline.frames.budgets.frame_budgets``), asked at by qa and pinpoint; the
+# release records the whole run config in its manifest, so it reads every field.
+RUN_CONFIG_FIELDS = ("label_map", "seed", "frames", "visibility", "profiles", "gate", "reviews_path", "pinpointqa",
+                     "discovery", "allow_links_outside_root")
 CONFIG_READ = {
     "assets.scene": ("label_map", "frames", "allow_links_outside_root"),
     "assets.frames": ("frames", "seed"),
     "assets.visibility": ("visibility",),
-    "assets.qa": ("profiles", "seed"),
-    "assets.pinpoint": ("pinpointqa", "profiles", "seed"),
+    "assets.qa": ("profiles", "seed", "frames", "reviews_path"),
+    "assets.pinpoint": ("pinpointqa", "profiles", "seed", "frames"),
     "assets.membership": (),
-    "assets.release": ("gate", "seed"),
+    "assets.release": RUN_CONFIG_FIELDS,
 }
 
 

@@ -72,11 +72,11 @@ class DiscoverySettings(dg.Config):
 class RunConfigResource(dg.ConfigurableResource):
     """The run configuration of ``pipeline.config.Config`` without its locations; ``config(storage)`` joins them."""
 
-    seed: int = 0
     label_map: Optional[str] = None
-    profiles: list[str] = ["revsi", "vsibench", "pinpointqa"]
+    seed: int = 0
     frames: FramesSettings = FramesSettings()
     visibility: VisibilitySettings = VisibilitySettings()
+    profiles: list[str] = ["revsi", "vsibench", "pinpointqa"]
     gate: GateSettings = GateSettings()
     reviews_path: Optional[str] = None
     pinpointqa: dict[str, Any] = {}

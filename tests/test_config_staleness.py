@@ -16,9 +16,11 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from assets.catalog import CONFIG_READ, asset_version
 from pipeline.cli import main
+from resources.run_config import RunConfigResource
 from tests.real_scans import write_scan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,12 +29,18 @@ KEY = "synthetic/synth0000_00"
 STATUS_SCRIPT = """
 import json, sys
 import dagster as dg
+import pytest
+from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
 from dagster._core.definitions.data_version import CachingStaleStatusResolver
+from dagster._time import get_current_datetime
 from assets.catalog import asset_version, CONFIG_READ
 from assets.definitions import defs
 
 graph = defs.resolve_asset_graph()
-resolver = CachingStaleStatusResolver(dg.DagsterInstance.get(), graph)
+instance = dg.DagsterInstance.get()
+view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+                      instance=instance, asset_graph=graph)
+resolver = CachingStaleStatusResolver(instance, graph, loading_context=view)
 status = {}
 for key in graph.materializable_asset_keys:
     partition = sys.argv[1] if graph.get(key).partitions_def is not None else None
@@ -41,6 +49,7 @@ print(json.dumps({"status": status, "versions": {m: asset_version(m) for m in CO
 """
 
 
+@pytest.mark.slow  # a real build (about 30 s on 2 idle cores) and a second load of the code location
 def test_changed_visibility_threshold_marks_visibility_and_downstream_stale(tmp_path, monkeypatch):
     home = tmp_path / "dagster_home"
     home.mkdir()
@@ -51,6 +60,13 @@ def test_changed_visibility_threshold_marks_visibility_and_downstream_stale(tmp_
     out = tmp_path / "out"
     assert main(["build", "--scans", str(tmp_path / "scans"), "--out", str(out), "--workers", "1"]) == 0
 
+    # Each materialization records the config its step read.
+    with dg.DagsterInstance.get() as instance:
+        event = instance.get_latest_materialization_event(dg.AssetKey("visibility"))
+    recorded = event.asset_materialization.metadata
+    assert recorded["run_config"].value == {"visibility": RunConfigResource().values()["visibility"]}
+    assert recorded["run_config_digest"].value
+
     changed = tmp_path / "changed.yaml"
     changed.write_text("visibility:\n  fraction_threshold: 0.2\n")
     env = {**os.environ, "SCAN2QA_CONFIG": str(changed), "PYTHONPATH": str(ROOT)}
@@ -58,10 +74,10 @@ def test_changed_visibility_threshold_marks_visibility_and_downstream_stale(tmp_
                           text=True, check=True)
     seen = json.loads(done.stdout.strip().splitlines()[-1])
 
-    # The changed field is read by the visibility module only: its code version alone moved.
+    # The changed field is read by the visibility steps (and recorded by the release's manifest): only their
+    # code versions moved.
     moved = {m for m, v in seen["versions"].items() if v != asset_version(m)}
-    assert moved == {"assets.visibility"}
-    assert [m for m, fields in CONFIG_READ.items() if "visibility" in fields] == ["assets.visibility"]
+    assert moved == {"assets.visibility", "assets.release"}
 
     from assets.definitions import all_assets
 

@@ -29,7 +29,7 @@ import polars as pl
 from pipeline import schemas
 from pipeline.config import Config
 from pipeline.errors import ConfigError, ScanError
-from pipeline.frames.budgets import ALL, all_frame_table, budget_sort_key, output_size, scale_intrinsics
+from pipeline.frames.budgets import all_frame_table, budget_sort_key, output_size, scale_intrinsics
 from pipeline.geometry.raycast import CameraRays, MeshRaycaster
 from pipeline.geometry.turned_camera import turned_intrinsics, turned_pose
 from pipeline.scene.parsed import Mesh

@@ -38,7 +38,7 @@ PROFILE = "pinpointqa"
     partitions_def=scan_partitions,
     group_name="pinpointqa",
     can_subset=False,
-    check_specs=[check_spec(name) for name in PINPOINT_SUITES],
+    check_specs=[check_spec(name, per_scan=True) for name in PINPOINT_SUITES],
 )
 def pinpoint_representation(
     context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource,

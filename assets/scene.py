@@ -158,7 +158,7 @@ def partition_images(
     partitions_def=scan_partitions,
     group_name="scene",
     can_subset=False,
-    check_specs=[check_spec(name) for name in SCENE_SUITES],
+    check_specs=[check_spec(name, per_scan=True) for name in SCENE_SUITES],
 )
 def scene(context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource):
     from pipeline.scene.tables import scene_tables

@@ -56,10 +56,15 @@ def check_name(table: str) -> str:
     return f"{table}_expectations"
 
 
-def check_spec(table: str, asset: str | None = None, additional_deps: tuple[str, ...] = ()) -> dg.AssetCheckSpec:
+def check_spec(
+    table: str, asset: str | None = None, additional_deps: tuple[str, ...] = (), per_scan: bool = False
+) -> dg.AssetCheckSpec:
+    """``per_scan``: the check is partitioned like its scan asset, so the UI shows its result per partition (one
+    failed scan does not show the whole asset's check as failed)."""
     return dg.AssetCheckSpec(
         name=check_name(table),
         asset=asset or table,
+        partitions_def=scan_partitions if per_scan else None,
         blocking=True,
         additional_deps=list(additional_deps) or None,
         description=f"expectation suite of {table} (expectations/suites.py), every rule must pass",

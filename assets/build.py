@@ -342,7 +342,7 @@ def scan_notes_lines(config: Config, report: BuildReport) -> list[str]:
 
 def observe_verdicts(assets, resources, instance) -> None:
     """Record the reviewer verdicts' version before a release, so the catalog knows what the release used."""
-    observable = [a for a in assets if isinstance(a, dg.SourceAsset) and a.is_observable]
+    observable = [a for a in assets if isinstance(a, (dg.SourceAsset, dg.AssetsDefinition)) and a.is_observable]
     if observable:  # what dagster.observe does, which the public API does not export
         job = dg.define_asset_job("in_process_observation_job", selection=dg.AssetSelection.all(include_sources=True))
         defs = dg.Definitions(assets=observable, jobs=[job], resources=resources)

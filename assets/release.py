@@ -14,18 +14,25 @@ import dagster as dg
 import polars as pl
 
 from assets.automation import dataset_automation
-from assets.catalog import file_asset, link_value, path_value
+from assets.catalog import OWNERS, file_asset, link_value, path_value
 from assets.step_config import step_config
 from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
 
-@dg.observable_source_asset(
-    group_name="release",
-    description="reviewer verdicts CSV (qa_id, verdict, note, reviewer); observed when it changes (verdicts_watch) and by scan2qa build before each release",
-    kinds={"csv"},
-    owners=["team:scan2qa"],
-    tags={"stage": "release"},
+# An AssetSpec carries kinds and owners to the catalog; ``observable_source_asset`` silently drops both.
+@dg.multi_observable_source_asset(
+    specs=[
+        dg.AssetSpec(
+            "reviewer_verdicts",
+            group_name="release",
+            description="reviewer verdicts CSV (qa_id, verdict, note, reviewer); observed when it changes "
+            "(verdicts_watch) and by scan2qa build before each release",
+            kinds={"csv"},
+            owners=list(OWNERS),
+            tags={"stage": "release"},
+        )
+    ],
 )
 def reviewer_verdicts(storage: StorageResource, run_config: RunConfigResource) -> dg.ObserveResult:
     """Versioned by the file's content, so a new verdict marks the release stale (``verdicts_watch`` observes it
@@ -35,6 +42,7 @@ def reviewer_verdicts(storage: StorageResource, run_config: RunConfigResource) -
     config = run_config.config(storage)
     found = verdicts_fingerprint(config.verdicts_path, config.storage_options)
     return dg.ObserveResult(
+        asset_key="reviewer_verdicts",
         data_version=dg.DataVersion(found["version"]),
         metadata={"path": path_value(config.verdicts_path), "exists": found["exists"], "dagster/row_count": found["rows"]},
     )

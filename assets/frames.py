@@ -1,8 +1,8 @@
 """Frame budgets and videos per scan: ``frame_samples`` and the budget/all-frame mp4 files.
 
-``frame_samples`` is a table (nested 16/32/64 budgets over the all-frame
-sequence the scene step marked in ``frames.in_all_frame``); ``scan_videos``
-writes ``videos/{16,32,64,all}_frame/<dataset>/<scene_id>.mp4`` under the output root
+``frame_samples`` is a table (the nested budgets of ``frame_budgets``, 16/32/64 by
+default, over the all-frame sequence the scene step marked in ``frames.in_all_frame``);
+``scan_videos`` writes ``videos/<budget>_frame/<dataset>/<scene_id>.mp4`` under the output root
 and records paths and frame counts as metadata (videos are files, not a table).
 Images are read by the paths the ``frames`` table records (``partition_images``):
 the scan is not parsed again. The frames decoded for the videos stay in this
@@ -38,7 +38,7 @@ def partition_image_identity(context: dg.AssetExecutionContext, config: Config, 
     partitions_def=scan_partitions,
     group_name="frames",
     ins={"frames": dg.AssetIn("frames")},
-    description="source frames of the 16/32/64-frame budgets (nested, SPEC §2) and of the all-frame sequence",
+    description="source frames of the nested frame budgets (frames.budgets, SPEC §2) and of the all-frame sequence",
     **table_asset("frame_samples", __name__),
 )
 def frame_samples(

@@ -13,9 +13,9 @@ import polars as pl
 from assets.automation import dataset_automation
 from assets.catalog import table_asset, table_out
 from assets.partitions import scan_partitions
+from assets.step_config import step_config
 from pipeline import schemas
 from pipeline.table_scan import TableParts
-from assets.step_config import step_config
 from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 

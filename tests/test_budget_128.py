@@ -67,9 +67,8 @@ def test_a_fourth_budget_in_config_works_end_to_end(tmp_path, monkeypatch):
 
     export = tmp_path / "revsi"
     assert main(["export", "--format", "revsi", "--release", str(release), "--out", str(export)]) == 0
-    assert (export / "128_frame").is_dir()
-    assert any("128_frame" in p.name for p in export.rglob("*.parquet"))
-    assert any("128_frame" in p.read_text() for p in (export / "lmms_eval_task").rglob("*.yaml"))
+    assert (export / "128_frame" / "test-00000-of-00001.parquet").is_file()
+    assert "128_frame" in (export / "lmms_eval_task" / "scan2qa_revsi_128_frame.yaml").read_text()
     vlm = tmp_path / "vlm"
     assert main(["export", "--format", "vlmevalkit", "--release", str(release), "--out", str(vlm)]) == 0
-    assert any("128_frame" in p.name for p in vlm.rglob("*.tsv"))
+    assert (vlm / "revsi_128_frame.tsv").is_file()

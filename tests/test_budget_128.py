@@ -37,7 +37,7 @@ def test_suites_accept_exactly_the_configured_budgets():
     assert four["qa.budget_in_set"].kwargs["value_set"] == ["16", "32", "64", "128", "all"]
 
 
-@pytest.mark.slow  # a 150-frame scan built end to end (ray cast, 5 videos, the gate): about a minute on 2 cores
+@pytest.mark.slow  # a 150-frame scan built end to end (ray cast, 5 videos, the gate): 158 s on 2 shared, busy cores
 def test_a_fourth_budget_in_config_works_end_to_end(tmp_path, monkeypatch):
     from pipeline.cli import main
     from tests.scannet_factory import make_box_room

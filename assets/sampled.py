@@ -7,6 +7,8 @@ import dagster as dg
 
 from assets.automation import dataset_automation
 from assets.catalog import file_asset, path_value
+from assets.step_config import step_config
+from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
 
@@ -18,10 +20,12 @@ from resources.storage import StorageResource
     automation_condition=dataset_automation(),
     **file_asset(__name__, {"parquet", "mp4"}),
 )
-def sampled_benchmarks(context: dg.AssetExecutionContext, storage: StorageResource) -> dg.MaterializeResult:
+def sampled_benchmarks(
+    context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource
+) -> dg.MaterializeResult:
     from pipeline.sampling.publish import publish_sampled
 
-    published = publish_sampled(storage.config())
+    published = publish_sampled(step_config(context, storage, run_config, __name__))
     for p in published:
         context.log.info(f"sampler {p['sampler']}: {p['questions']} questions written to {p['path']}")
     return dg.MaterializeResult(
@@ -34,10 +38,10 @@ def sampled_benchmarks(context: dg.AssetExecutionContext, storage: StorageResour
 
 
 @dg.asset_check(asset=sampled_benchmarks, blocking=True, description="each sampled qa table passed the qa suites")
-def sampled_benchmarks_expectations(storage: StorageResource) -> dg.AssetCheckResult:
+def sampled_benchmarks_expectations(storage: StorageResource, run_config: RunConfigResource) -> dg.AssetCheckResult:
     from pipeline.sampling.spec import parse_sampler
 
-    config = storage.config()
+    config = run_config.config(storage)
     verdicts = {}
     for spec in config.samplers:
         meta_path = Path(config.output_root) / "sampled" / parse_sampler(spec).label / "sampler.json"

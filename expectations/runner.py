@@ -105,7 +105,7 @@ def decide_suites(
 ) -> GateReport:
     """The rules of the suites named in ``suite_tables``, decided in polars over views of ``tables``; no GX.
 
-    ``budgets`` widens the known frame budgets (default ``pipeline.schemas.BUDGETS``): a sampled benchmark's
+    ``budgets`` widens the known frame budgets (default ``pipeline.frames.budgets.frame_budgets()``): a sampled benchmark's
     tables carry its sampler's label (``pipeline.sampling``).
 
     ``tables`` holds the suite's table and the tables its cross-table columns need (``expectations.derived``);
@@ -150,6 +150,7 @@ def run_gate(
     frequency_ceiling: float = 0.7,
     letter_tolerance: float = 0.05,
     min_questions_for_distribution: int = 40,
+    budgets: tuple[str, ...] | None = None,
 ) -> GateReport:
     """Validate every released table present in ``tables``; write Data Docs into ``docs_dir`` when given.
 
@@ -158,7 +159,7 @@ def run_gate(
     its staging folder).
     """
     views = build_views(tables, min_questions_for_distribution=min_questions_for_distribution)
-    suites = [s for s in build_suites(frequency_ceiling, letter_tolerance) if s.table in views]
+    suites = [s for s in build_suites(frequency_ceiling, letter_tolerance, budgets) if s.table in views]
     report = GateReport(success=True)
     with older_objects_frozen() as heap:  # GX's import and validation make many objects: collect only those
         ctx = _context()

@@ -13,7 +13,8 @@ pinhole matrix of the *output* image (after resizing), row-major (9 floats).
 ``rotation`` is the 3x3 OBB rotation whose *columns* are the box axes, stored
 row-major (9 floats). ``frame_index`` is always the index of the frame in its
 source stream, so it stays valid across budgets. ``budget`` is one of
-``"16"``, ``"32"``, ``"64"``, ``"all"``.
+the run's frame budgets (``pipeline.frames.budgets.frame_budgets``: ``"16"``,
+``"32"``, ``"64"``, ``"all"`` by default).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-BUDGETS: tuple[str, ...] = ("16", "32", "64", "all")
 DATASETS: tuple[str, ...] = ("scannet", "scannetpp", "arkitscenes", "3rscan", "multiscan", "synthetic")
 
 _f64 = pa.float64()

@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 from pipeline import schemas, storage
+from pipeline.frames.budgets import frame_budgets
 from pipeline.config import Config
 from pipeline.frames.budgets import ALL, sample_frames
 from pipeline.frames.video import VideoFrameSource, write_video
@@ -44,7 +45,7 @@ def release(tmp_path_factory):
         finalize_qa(pl.concat([
             generate_candidates(tables["objects"], tables["rooms"], decided, samples, None, key=parsed.key, budget=b,
                                 profile=p, config=config)
-            for b in schemas.BUDGETS
+            for b in frame_budgets()
         ]), profile=p, seed=config.seed)
         for p in PROFILES
     ])
@@ -56,7 +57,7 @@ def release(tmp_path_factory):
     frames = [_code_frame(i) for i in range(n)]
     write_video(str(root), budget_video_path(ALL, parsed.key), frames, 10.0, (128, 64))
     order = samples.filter(pl.col("budget") == ALL).sort("rank")["frame_index"].to_list()
-    for budget in schemas.BUDGETS[:-1]:
+    for budget in frame_budgets()[:-1]:
         picked = samples.filter(pl.col("budget") == budget).sort("rank")["frame_index"].to_list()
         write_video(str(root), budget_video_path(budget, parsed.key), [frames[order.index(f)] for f in picked], 1.0,
                     (128, 64))

@@ -19,6 +19,7 @@ import polars as pl
 
 from pipeline import schemas, storage
 from pipeline.config import Config
+from pipeline.frames.budgets import frame_budgets
 from pipeline.release.atomic import RELEASED_TABLES, Release, publish, remove_abandoned_staging, write_release
 from pipeline.release.churn import previous_release_qa
 from pipeline.release.membership import built_keys, excluded_scans
@@ -86,6 +87,7 @@ def run_release_gate(tables: dict[str, pl.DataFrame], config: Config, docs_dir: 
         frequency_ceiling=config.gate.frequency_ceiling,
         letter_tolerance=config.gate.letter_tolerance,
         min_questions_for_distribution=config.gate.min_questions_for_distribution,
+        budgets=frame_budgets(config),
     )
 
 
@@ -144,6 +146,7 @@ def build_release(
                 orphan_verdicts=orphans,
                 rejected=rejected,
                 seed=config.seed,
+                budgets=frame_budgets(config),
                 excluded_scans=excluded,
                 verdicts=outcomes,
                 previous_qa=previous[1] if previous else None,
@@ -186,7 +189,7 @@ def _with_meanings(gate_dict: dict, config: Config) -> dict:
     """Each result with its rule's plain-language meaning (for the report and the manifest's checks)."""
     from expectations.suites import build_suites  # plain data: no Great Expectations import
 
-    suites = build_suites(config.gate.frequency_ceiling, config.gate.letter_tolerance)
+    suites = build_suites(config.gate.frequency_ceiling, config.gate.letter_tolerance, frame_budgets(config))
     meanings = {rule.name: rule.meaning for suite in suites for rule in suite.rules}
     results = [r | {"meaning": meanings.get(r["name"], "")} for r in gate_dict.get("results", [])]
     return gate_dict | {"results": results}

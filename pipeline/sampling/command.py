@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline import schemas, storage
+from pipeline.frames.budgets import frame_budgets
 from pipeline.sampling.answers import SampledBenchmark, compute_answers
 from pipeline.sampling.release_tables import load_release_tables, release_config
 from pipeline.sampling.spec import parse_sampler
@@ -49,7 +50,7 @@ def check_benchmark(bench: SampledBenchmark, tables: dict[str, pl.DataFrame], co
         frequency_ceiling=config.gate.frequency_ceiling,
         letter_tolerance=config.gate.letter_tolerance,
         min_questions_for_distribution=config.gate.min_questions_for_distribution,
-        budgets=(*schemas.BUDGETS, bench.sampler.label),
+        budgets=(*frame_budgets(config), bench.sampler.label),
     )
     failed = [f"{r.table}: {r.name} ({r.unexpected_count} rows, e.g. {', '.join(r.failing_rows[:3])})" for r in report.failures]
     return {"success": bool(report.success), "rules": len(report.results), "failed": failed}

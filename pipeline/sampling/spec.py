@@ -31,7 +31,7 @@ for exactly the frames that harness feeds its model:
 - ``indices:FILE`` — a JSON object mapping a scan (``dataset/scene_id`` or its
   scene id) to the positions a harness logged (0-based indices into the
   all-frame video).
-- ``16``, ``32``, ``64``, ``all`` (any budget of ``pipeline.schemas.BUDGETS``,
+- ``16``, ``32``, ``64``, ``all`` (any budget of ``pipeline.frames.budgets.frame_budgets()``,
   also written ``budget:16``) — the release's own nested budgets
   (``pipeline.frames.budgets.budget_positions``), read at call time.
 """
@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline import schemas
+from pipeline.frames.budgets import frame_budgets
 from pipeline.errors import ConfigError
 
 QWEN_FPS = 2.0
@@ -205,7 +205,7 @@ _SPEC = re.compile(r"^(?P<kind>[a-z]+):(?P<rest>.+)$")
 def parse_sampler(spec: str) -> Sampler:
     """A ``Sampler`` from its spec; a bad spec is one ``ConfigError`` line saying what is accepted."""
     text = str(spec).strip()
-    budgets = [str(b) for b in schemas.BUDGETS]
+    budgets = [str(b) for b in frame_budgets()]
     bare = text.removeprefix("budget:")
     if bare in budgets:
         return Sampler("budget", text, count=None if bare == "all" else int(bare))
@@ -263,7 +263,7 @@ def _positive_float(spec: str, text: str) -> float:
 
 
 def _bad(spec: str, problem: str) -> str:
-    budgets = ", ".join(str(b) for b in schemas.BUDGETS)
+    budgets = ", ".join(str(b) for b in frame_budgets())
     return (
         f"sampler {spec!r}: {problem}; use uniform:N, fps:F[,min=A,max=B], nframes:N, segments:N, indices:FILE "
         f"or a budget ({budgets})"

@@ -140,8 +140,8 @@ def code_version(module: str) -> str:
 # it stale, and everything downstream of it with it; assets that read none of the changed fields stay fresh.
 # ``frames`` carries the budgets (``pipeline.frames.budgets.frame_budgets``), asked at by qa and pinpoint; the
 # release records the whole run config in its manifest, so it reads every field.
-RUN_CONFIG_FIELDS = ("label_map", "seed", "frames", "visibility", "profiles", "gate", "reviews_path", "pinpointqa",
-                     "discovery", "allow_links_outside_root", "samplers")
+RUN_CONFIG_FIELDS = ("label_map", "seed", "frames", "visibility", "profiles", "samplers", "gate", "reviews_path", "pinpointqa",
+                     "discovery", "allow_links_outside_root")
 CONFIG_READ = {
     "assets.sampled": ("samplers",),
     "assets.scene": ("label_map", "frames", "allow_links_outside_root"),

@@ -77,12 +77,12 @@ class RunConfigResource(dg.ConfigurableResource):
     frames: FramesSettings = FramesSettings()
     visibility: VisibilitySettings = VisibilitySettings()
     profiles: list[str] = ["revsi", "vsibench", "pinpointqa"]
+    samplers: list[str] = []
     gate: GateSettings = GateSettings()
     reviews_path: Optional[str] = None
     pinpointqa: dict[str, Any] = {}
     discovery: DiscoverySettings = DiscoverySettings()
     allow_links_outside_root: bool = False
-    samplers: list[str] = []
 
     @classmethod
     def from_config(cls, config: Config) -> RunConfigResource:

@@ -290,15 +290,19 @@ def from_rows(name: str, rows: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
     return pl.from_arrow(table)
 
 
-def to_arrow(name: str, df: pl.DataFrame) -> pa.Table:
-    """Cast a frame to its table's Arrow schema, failing on missing or extra columns."""
+def selected_arrow(name: str, df: pl.DataFrame) -> pa.Table:
+    """The frame's columns in its table's schema order as Arrow, not yet cast; fails on missing or extra columns."""
     sch = schema(name)
     missing = [f.name for f in sch if f.name not in df.columns]
     extra = [c for c in df.columns if c not in sch.names]
     if missing or extra:
         raise ValueError(f"table {name!r}: missing columns {missing}, unexpected columns {extra}")
-    table = df.select(sch.names).to_arrow()
-    return table.cast(sch)
+    return df.select(sch.names).to_arrow()
+
+
+def to_arrow(name: str, df: pl.DataFrame) -> pa.Table:
+    """Cast a frame to its table's Arrow schema, failing on missing or extra columns."""
+    return selected_arrow(name, df).cast(schema(name))
 
 
 def conform(name: str, df: pl.DataFrame) -> pl.DataFrame:

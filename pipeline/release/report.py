@@ -361,7 +361,7 @@ def render_report(
     )
 
     # Counts per type and budget: real videos per budget, dummy videos apart (the charts count real videos only).
-    types = sorted(set(zip(qa["profile"].to_list(), qa["question_type"].to_list())))
+    types = sorted(qa.select("profile", "question_type").unique().iter_rows())  # distinct pairs: no list of every row
     counts = {(p, t, b): 0 for p, t in types for b in budget_names}
     dummies = {(p, t): 0 for p, t in types}
     is_real = (pl.col("video_kind").fill_null("real") == "real").alias("_real")

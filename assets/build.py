@@ -263,6 +263,7 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
     """Materialize every discovered scan, then (unless told not to) the dataset-wide assets; prints progress."""
     from assets.definitions import all_asset_checks, all_assets
     from resources.defaults import default_resources
+    from resources.run_config import RunConfigResource
     from resources.storage import StorageResource
 
     report = BuildReport()
@@ -273,7 +274,7 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
     if not scans:
         return report
     definitions = [*all_assets, *all_asset_checks]
-    resources = default_resources(StorageResource.from_config(config, config_file))
+    resources = default_resources(StorageResource.from_config(config, config_file), RunConfigResource.from_config(config))
     with build_instance() as instance:
         register_partitions(instance, [key for key, _ in scans])
         _build_in(instance, report, scans, definitions, resources, config, config_file, workers, dataset_wide)
@@ -341,7 +342,7 @@ def scan_notes_lines(config: Config, report: BuildReport) -> list[str]:
 
 def observe_verdicts(assets, resources, instance) -> None:
     """Record the reviewer verdicts' version before a release, so the catalog knows what the release used."""
-    observable = [a for a in assets if isinstance(a, dg.SourceAsset) and a.is_observable]
+    observable = [a for a in assets if isinstance(a, (dg.SourceAsset, dg.AssetsDefinition)) and a.is_observable]
     if observable:  # what dagster.observe does, which the public API does not export
         job = dg.define_asset_job("in_process_observation_job", selection=dg.AssetSelection.all(include_sources=True))
         defs = dg.Definitions(assets=observable, jobs=[job], resources=resources)

@@ -136,40 +136,89 @@ def code_version(module: str) -> str:
 
 
 # The run-config fields each asset module's steps read. An asset's code version covers them too, so a changed
-# threshold (say ``visibility.min_visible_pixels``) changes the version of the asset that reads it and Dagster marks
+# threshold (say ``visibility.fraction_threshold``) changes the version of the asset that reads it and Dagster marks
 # it stale, and everything downstream of it with it; assets that read none of the changed fields stay fresh.
+# ``frames`` carries the budgets (``pipeline.frames.budgets.frame_budgets``), asked at by qa and pinpoint; the
+# release records the whole run config in its manifest, so it reads every field.
+RUN_CONFIG_FIELDS = ("label_map", "seed", "frames", "visibility", "profiles", "samplers", "gate", "reviews_path", "pinpointqa",
+                     "discovery", "allow_links_outside_root")
 CONFIG_READ = {
+    "assets.sampled": ("samplers",),
     "assets.scene": ("label_map", "frames", "allow_links_outside_root"),
     "assets.frames": ("frames", "seed"),
     "assets.visibility": ("visibility",),
-    "assets.qa": ("profiles", "seed"),
-    "assets.pinpoint": ("pinpointqa", "profiles", "seed"),
+    "assets.qa": ("profiles", "seed", "frames", "reviews_path"),
+    "assets.pinpoint": ("pinpointqa", "profiles", "seed", "frames"),
     "assets.membership": (),
-    "assets.release": ("gate", "seed"),
+    "assets.release": RUN_CONFIG_FIELDS,
 }
 
 
 @lru_cache(maxsize=None)
 def run_config_digest(module: str) -> str:
     """Digest of the run-config fields ``module`` reads (``CONFIG_READ``), from the deployment's config
-    (``SCAN2QA_CONFIG`` or ./scan2qa.yaml, as ``resources.storage.StorageResource.from_env`` loads it)."""
-    import json
-
-    from resources.storage import StorageResource
+    (``SCAN2QA_CONFIG`` or ./scan2qa.yaml: the defaults of the ``run_config`` resource, ``RunConfigResource.from_env``)."""
+    from resources.run_config import RunConfigResource, config_digest
 
     fields = CONFIG_READ.get(module, ())
     if not fields:
         return ""
-    values = StorageResource.from_env().config().to_dict()
-    return hashlib.sha256(json.dumps({f: values.get(f) for f in fields}, sort_keys=True, default=str).encode()).hexdigest()
+    return config_digest(RunConfigResource.from_env().config(), fields)
 
 
-def asset_version(module: str) -> str:
-    """The code version Dagster records: the module's source (``code_version``) and the config it reads."""
-    digest = run_config_digest(module)
-    if not digest:
+def asset_version(module: str, fields: tuple[str, ...] | None = None) -> str:
+    """The code version Dagster records: the module's source (``code_version``) and the run-config ``fields``
+    (default: those the module reads, ``CONFIG_READ``)."""
+    from resources.run_config import RunConfigResource, config_digest
+
+    fields = CONFIG_READ.get(module, ()) if fields is None else tuple(sorted(set(fields)))
+    if not fields:
         return code_version(module)
+    digest = run_config_digest(module) if fields == CONFIG_READ.get(module) else config_digest(
+        RunConfigResource.from_env().config(), fields)
     return hashlib.sha256(f"{code_version(module)}:{digest}".encode()).hexdigest()[:12]
+
+
+def _asset_module(spec: dg.AssetSpec) -> str:
+    return f"assets.{spec.tags['stage']}"
+
+
+def config_fields_upstream(assets) -> dict[dg.AssetKey, tuple[str, ...]]:
+    """Per asset key, the run-config fields its own module and every asset upstream of it read.
+
+    Dagster marks an asset stale when its own code version changed or an input has a newer data version, not
+    when an input is merely stale; so for a changed threshold to mark everything it affects stale at once (and
+    "Materialize stale" to rebuild them in one run), each asset's version covers what its ancestors read too.
+    """
+    specs = {spec.key: spec for a in assets if isinstance(a, dg.AssetsDefinition) for spec in a.specs}
+    parents = {key: {dep.asset_key for dep in spec.deps} for key, spec in specs.items()}
+    fields: dict[dg.AssetKey, tuple[str, ...]] = {}
+
+    def read(key: dg.AssetKey) -> tuple[str, ...]:
+        if key not in fields:
+            fields[key] = ()  # cycles cannot occur in an asset graph; this only guards the recursion
+            own = set(CONFIG_READ.get(_asset_module(specs[key]), ())) if "stage" in specs[key].tags else set()
+            for parent in parents[key]:
+                if parent in specs:
+                    own |= set(read(parent))
+            fields[key] = tuple(sorted(own))
+        return fields[key]
+
+    for key in specs:
+        read(key)
+    return fields
+
+
+def with_config_versions(assets: list) -> list:
+    """The asset definitions with each code version covering the config fields read upstream of it too."""
+    fields = config_fields_upstream(assets)
+
+    def versioned(spec: dg.AssetSpec) -> dg.AssetSpec:
+        if "stage" not in spec.tags or spec.code_version is None:
+            return spec
+        return spec.replace_attributes(code_version=asset_version(_asset_module(spec), fields[spec.key]))
+
+    return [a.map_asset_specs(versioned) if isinstance(a, dg.AssetsDefinition) else a for a in assets]
 
 
 # --- declarations -------------------------------------------------------------------------------------------------

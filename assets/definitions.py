@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dagster as dg
 
-from assets import frames, membership, pinpoint, qa, release, scene, table_checks, visibility
+from assets import frames, membership, pinpoint, qa, release, sampled, scene, table_checks, visibility
+from assets.catalog import with_config_versions
 from assets.celery import build_celery_jobs
 from assets.jobs import build_jobs
 from assets.retention import RETENTION_JOBS, RETENTION_SCHEDULES
@@ -25,9 +26,10 @@ from assets.schedules import weekly_full_rebuild
 from assets.sensors import build_sensors
 from resources.defaults import default_resources
 
-ASSET_MODULES = [scene, frames, visibility, qa, pinpoint, membership, release, table_checks]
+ASSET_MODULES = [scene, frames, visibility, qa, pinpoint, membership, release, sampled, table_checks]
 
-all_assets = dg.load_assets_from_modules(ASSET_MODULES)
+# Code versions cover the run-config fields each asset and its ancestors read (assets.catalog).
+all_assets = with_config_versions(dg.load_assets_from_modules(ASSET_MODULES))
 all_asset_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
 
 defs = dg.Definitions(

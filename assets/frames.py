@@ -1,8 +1,8 @@
 """Frame budgets and videos per scan: ``frame_samples`` and the budget/all-frame mp4 files.
 
-``frame_samples`` is a table (nested 16/32/64 budgets over the all-frame
-sequence the scene step marked in ``frames.in_all_frame``); ``scan_videos``
-writes ``videos/{16,32,64,all}_frame/<dataset>/<scene_id>.mp4`` under the output root
+``frame_samples`` is a table (the nested budgets of ``frame_budgets``, 16/32/64 by
+default, over the all-frame sequence the scene step marked in ``frames.in_all_frame``);
+``scan_videos`` writes ``videos/<budget>_frame/<dataset>/<scene_id>.mp4`` under the output root
 and records paths and frame counts as metadata (videos are files, not a table).
 Images are read by the paths the ``frames`` table records (``partition_images``):
 the scan is not parsed again. The frames decoded for the videos stay in this
@@ -16,15 +16,17 @@ from assets.catalog import file_asset, path_value, table_asset
 from assets.partitions import scan_partitions
 from assets.progress import FrameCounter, counting_loader
 from assets.scene import partition_images, recorded_scan, scan_location
+from assets.step_config import step_config
+from pipeline.config import Config
+from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
 
-def partition_image_identity(context: dg.AssetExecutionContext, storage: StorageResource, scan_frames: pl.DataFrame):
+def partition_image_identity(context: dg.AssetExecutionContext, config: Config, scan_frames: pl.DataFrame):
     """What each of the partition's images is on disk (``pipeline.frames.frame_cache``); None off a local disk."""
     from pipeline.frames.frame_cache import local_image_identity
     from pipeline.storage import is_local, reaching, upath
 
-    config = storage.config()
     if not is_local(upath(config.scans_root, config.storage_options)):
         return None
     with reaching(config.scans_root):
@@ -36,13 +38,16 @@ def partition_image_identity(context: dg.AssetExecutionContext, storage: Storage
     partitions_def=scan_partitions,
     group_name="frames",
     ins={"frames": dg.AssetIn("frames")},
-    description="source frames of the 16/32/64-frame budgets (nested, SPEC §2) and of the all-frame sequence",
+    description="source frames of the nested frame budgets (frames.budgets, SPEC §2) and of the all-frame sequence",
     **table_asset("frame_samples", __name__),
 )
-def frame_samples(context: dg.AssetExecutionContext, storage: StorageResource, frames: pl.DataFrame) -> pl.DataFrame:
+def frame_samples(
+    context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource, frames: pl.DataFrame
+) -> pl.DataFrame:
     from pipeline.frames.budgets import sample_frames
 
-    return sample_frames(frames.filter(pl.col("key") == context.partition_key), storage.config())
+    config = step_config(context, storage, run_config, __name__)
+    return sample_frames(frames.filter(pl.col("key") == context.partition_key), config)
 
 
 @dg.asset(
@@ -55,6 +60,7 @@ def frame_samples(context: dg.AssetExecutionContext, storage: StorageResource, f
 def scan_videos(
     context: dg.AssetExecutionContext,
     storage: StorageResource,
+    run_config: RunConfigResource,
     scans: pl.DataFrame,
     frames: pl.DataFrame,
     frame_samples: pl.DataFrame,
@@ -63,14 +69,14 @@ def scan_videos(
     from pipeline.frames.frame_cache import SHARED
     from pipeline.frames.video import write_scan_videos
 
-    config = storage.config()
+    config = step_config(context, storage, run_config, __name__)
     key = context.partition_key
     scan_frames = frames.filter(pl.col("key") == key)
     if not scan_frames["in_all_frame"].fill_null(False).any():
         return dg.MaterializeResult(metadata={"videos": 0, "reason": "scan has no frames"})
-    rotation = recorded_scan(context, storage, scans)["image_rotation"]
+    rotation = recorded_scan(context, config, scans)["image_rotation"]
     frames_done = FrameCounter(context, "scan_videos", int(scan_frames["in_all_frame"].fill_null(False).sum()))
-    with partition_images(context, storage, scans, scan_frames) as load_image:
+    with partition_images(context, config, scans, scan_frames) as load_image:
         result = write_scan_videos(
             key,
             frame_samples,
@@ -81,7 +87,7 @@ def scan_videos(
             frames_config=config.frames,
             image_rotation=rotation,
             storage_options=config.storage_options,
-            image_identity=partition_image_identity(context, storage, scan_frames),
+            image_identity=partition_image_identity(context, config, scan_frames),
             frame_cache=SHARED,  # the scan's dummy videos, a few steps on, take the frames from here
         )
     root = config.output_root.rstrip("/")

@@ -16,6 +16,8 @@ from assets.partitions import scan_partitions
 from assets.table_checks import PINPOINT_SUITES, check_spec, pinpoint_checks
 from assets.scene import partition_geometry
 from pipeline.table_scan import TableParts
+from assets.step_config import step_config
+from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
 PROFILE = "pinpointqa"
@@ -36,25 +38,27 @@ PROFILE = "pinpointqa"
     partitions_def=scan_partitions,
     group_name="pinpointqa",
     can_subset=False,
-    check_specs=[check_spec(name) for name in PINPOINT_SUITES],
+    check_specs=[check_spec(name, per_scan=True) for name in PINPOINT_SUITES],
 )
 def pinpoint_representation(
-    context: dg.AssetExecutionContext, storage: StorageResource, scans: pl.DataFrame, objects: pl.DataFrame
+    context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource,
+    scans: pl.DataFrame, objects: pl.DataFrame,
 ):
     from pipeline import schemas
     from pipeline.pinpoint.representation import build_representation
 
+    config = step_config(context, storage, run_config, __name__)
     key = context.partition_key
-    if PROFILE not in storage.config().profiles:
+    if PROFILE not in config.profiles:
         targets, neighbors = schemas.empty("pinpoint_targets"), schemas.empty("pinpoint_neighbors")
     else:
-        parsed = partition_geometry(context, storage, scans, objects)
+        parsed = partition_geometry(context, config, scans, objects)
         targets, neighbors = build_representation(
-            key, objects.filter(pl.col("key") == key), parsed, config=storage.config().pinpoint_config()
+            key, objects.filter(pl.col("key") == key), parsed, config=config.pinpoint_config()
         )
     yield dg.Output(targets, output_name="pinpoint_targets")
     yield dg.Output(neighbors, output_name="pinpoint_neighbors")
-    yield from pinpoint_checks(targets, neighbors, objects.filter(pl.col("key") == key), storage)
+    yield from pinpoint_checks(targets, neighbors, objects.filter(pl.col("key") == key), config)
 
 
 @dg.asset(
@@ -67,20 +71,22 @@ def pinpoint_representation(
 def pinpoint_qa_candidates(
     context: dg.AssetExecutionContext,
     storage: StorageResource,
+    run_config: RunConfigResource,
     pinpoint_targets: pl.DataFrame,
     pinpoint_neighbors: pl.DataFrame,
     objects: pl.DataFrame,
     object_visibility: pl.DataFrame,
 ) -> pl.DataFrame:
     from pipeline import schemas
+    from pipeline.frames.budgets import frame_budgets
     from pipeline.pinpoint.questions import generate_questions
 
-    config = storage.config()
+    config = step_config(context, storage, run_config, __name__)
     if PROFILE not in config.profiles:
         return schemas.empty("pinpoint_qa_candidates")
     table = generate_questions(
         context.partition_key, pinpoint_targets, pinpoint_neighbors, objects, object_visibility,
-        config=config.pinpoint_config(), seed=config.seed,
+        config=config.pinpoint_config(), seed=config.seed, budgets=frame_budgets(config),
     )
     per_type = dict(table["question_type"].value_counts().sort("question_type").iter_rows())
     context.add_output_metadata({"per_type": dg.MetadataValue.json(per_type)})
@@ -100,6 +106,7 @@ def pinpoint_qa_candidates(
 def pinpoint_qa(
     context: dg.AssetExecutionContext,
     storage: StorageResource,
+    run_config: RunConfigResource,
     pinpoint_qa_candidates: TableParts,
     scan_membership: pl.DataFrame,
 ) -> pl.DataFrame:
@@ -108,7 +115,7 @@ def pinpoint_qa(
     from pipeline.release.membership import built_keys
 
     # Per-scan option orders are fixed per target; the correct letter is balanced over the whole benchmark.
-    config = storage.config()
+    config = step_config(context, storage, run_config, __name__)
     candidates = pinpoint_qa_candidates.only(built_keys(scan_membership)).read()
     balanced = balance_letters(candidates, seed=config.seed, letters="ABCD")
     table = with_splits(balanced, config.pinpoint_config()).sort(["key", "budget", "question_type", "id"])

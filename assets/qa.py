@@ -13,9 +13,10 @@ import polars as pl
 from assets.automation import dataset_automation
 from assets.catalog import table_asset, table_out
 from assets.partitions import scan_partitions
+from assets.step_config import step_config
 from pipeline import schemas
-from pipeline.schemas import BUDGETS
 from pipeline.table_scan import TableParts
+from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
 
@@ -35,22 +36,24 @@ def question_profiles(configured: tuple[str, ...]) -> list[str]:
 def qa_candidates(
     context: dg.AssetExecutionContext,
     storage: StorageResource,
+    run_config: RunConfigResource,
     objects: pl.DataFrame,
     rooms: pl.DataFrame,
     object_visibility: pl.DataFrame,
     frame_samples: pl.DataFrame,
     dummy_videos: pl.DataFrame,
 ) -> pl.DataFrame:
+    from pipeline.frames.budgets import frame_budgets
     from pipeline.qa import generate_candidates
 
-    config = storage.config()
+    config = step_config(context, storage, run_config, __name__)
     frames = [
         generate_candidates(
             objects, rooms, object_visibility, frame_samples, dummy_videos,
             key=context.partition_key, budget=budget, profile=profile, config=config,
         )
         for profile in question_profiles(config.profiles)
-        for budget in BUDGETS
+        for budget in frame_budgets(config)
     ]
     return pl.concat(frames) if frames else schemas.empty("qa_candidates")
 
@@ -80,6 +83,7 @@ def qa_candidates(
 def qa(
     context: dg.AssetExecutionContext,
     storage: StorageResource,
+    run_config: RunConfigResource,
     qa_candidates: TableParts,
     pinpoint_qa: pl.DataFrame,
     scan_membership: pl.DataFrame,
@@ -88,7 +92,7 @@ def qa(
     from pipeline.release.membership import built_keys
     from pipeline.release.verdicts import accepted_ids, read_verdicts
 
-    config = storage.config()
+    config = step_config(context, storage, run_config, __name__)
     drops: list[pl.DataFrame] = []
     pinned = accepted_ids(read_verdicts(config.verdicts_path, config.storage_options))  # accepted: never dropped
     # Candidates arrive unread: thousands of scans' worth is read in batches of whole scans, and only the scans

@@ -14,25 +14,35 @@ import dagster as dg
 import polars as pl
 
 from assets.automation import dataset_automation
-from assets.catalog import file_asset, link_value, path_value
+from assets.catalog import OWNERS, file_asset, link_value, path_value
+from assets.step_config import step_config
+from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
 
-@dg.observable_source_asset(
-    group_name="release",
-    description="reviewer verdicts CSV (qa_id, verdict, note, reviewer); observed when it changes (verdicts_watch) and by scan2qa build before each release",
-    kinds={"csv"},
-    owners=["team:scan2qa"],
-    tags={"stage": "release"},
+# An AssetSpec carries kinds and owners to the catalog; ``observable_source_asset`` silently drops both.
+@dg.multi_observable_source_asset(
+    specs=[
+        dg.AssetSpec(
+            "reviewer_verdicts",
+            group_name="release",
+            description="reviewer verdicts CSV (qa_id, verdict, note, reviewer); observed when it changes "
+            "(verdicts_watch) and by scan2qa build before each release",
+            kinds={"csv"},
+            owners=list(OWNERS),
+            tags={"stage": "release"},
+        )
+    ],
 )
-def reviewer_verdicts(storage: StorageResource) -> dg.ObserveResult:
+def reviewer_verdicts(storage: StorageResource, run_config: RunConfigResource) -> dg.ObserveResult:
     """Versioned by the file's content, so a new verdict marks the release stale (``verdicts_watch`` observes it
     whenever the file changes; ``scan2qa build`` before each release)."""
     from pipeline.release.verdicts import verdicts_fingerprint
 
-    config = storage.config()
+    config = run_config.config(storage)
     found = verdicts_fingerprint(config.verdicts_path, config.storage_options)
     return dg.ObserveResult(
+        asset_key="reviewer_verdicts",
         data_version=dg.DataVersion(found["version"]),
         metadata={"path": path_value(config.verdicts_path), "exists": found["exists"], "dagster/row_count": found["rows"]},
     )
@@ -47,12 +57,14 @@ def reviewer_verdicts(storage: StorageResource) -> dg.ObserveResult:
     **file_asset(__name__, {"great_expectations", "html"}),
 )
 def release(
-    context: dg.AssetExecutionContext, storage: StorageResource, scan_membership: pl.DataFrame
+    context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource,
+    scan_membership: pl.DataFrame,
 ) -> dg.MaterializeResult:
     from pipeline.release.build import build_release
     from pipeline.release.membership import state_counts
 
-    outcome = build_release(storage.config(), membership=scan_membership)
+    config = step_config(context, storage, run_config, __name__)
+    outcome = build_release(config, membership=scan_membership)
     manifest = outcome.release.manifest
     context.log.info(f"release {outcome.release.version} written to {outcome.release.path}")
     counts = manifest["row_counts"]

@@ -52,11 +52,12 @@ class ScanRunner:
         from assets.definitions import all_asset_checks, all_assets
         from assets.jobs import per_scan_keys
         from resources.defaults import default_resources
+        from resources.run_config import RunConfigResource
         from resources.storage import StorageResource
 
         instance = open_instance()
         register_partitions(instance, list(keys))
-        resources = default_resources(StorageResource.from_config(config, config_file))
+        resources = default_resources(StorageResource.from_config(config, config_file), RunConfigResource.from_config(config))
         return cls([*all_assets, *all_asset_checks], per_scan_keys(all_assets), resources, instance)
 
     def run(self, key: str, uri: str, show_progress: bool = True) -> ScanOutcome:

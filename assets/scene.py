@@ -26,6 +26,8 @@ from pipeline.scene.discovery import locate_scan
 from pipeline.errors import ScanError, TableError
 from pipeline.scene.parsed import ParsedScan
 from pipeline.storage import reaching, within_root
+from assets.step_config import step_config
+from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
 SCENE_TABLES: dict[str, str] = {
@@ -68,13 +70,12 @@ def scan_location(context: dg.AssetExecutionContext, config: Config) -> str:
     return locate_scan(config.scans_root, key, config.storage_options, recorded=recorded_source(key, config))
 
 
-def load_partition_scan(context: dg.AssetExecutionContext, storage: StorageResource) -> ParsedScan:
+def load_partition_scan(context: dg.AssetExecutionContext, config: Config) -> ParsedScan:
     """Parse the scan behind the run's partition; per-scan assets that need the mesh or images call this."""
     # Readers pull in mesh and image libraries; importing them at run time keeps the code location quick to load.
     from pipeline.scene.readers import read_scan
 
     key = context.partition_key
-    config = storage.config()
     try:
         with reaching(config.scans_root):
             uri = scan_location(context, config)
@@ -90,7 +91,7 @@ def load_partition_scan(context: dg.AssetExecutionContext, storage: StorageResou
 
 
 def partition_geometry(
-    context: dg.AssetExecutionContext, storage: StorageResource, scans: pl.DataFrame, objects: pl.DataFrame
+    context: dg.AssetExecutionContext, config: Config, scans: pl.DataFrame, objects: pl.DataFrame
 ) -> ParsedScan | None:
     """The partition's mesh and objects' vertices as the scene step stored them; None for a scan without a mesh.
 
@@ -99,7 +100,6 @@ def partition_geometry(
     from pipeline.scene.mesh_artifact import MeshArtifactMissing, geometry_scan, read_mesh_artifact
 
     key = context.partition_key
-    config = storage.config()
     row = scans.filter(pl.col("key") == key)
     if row.height and not row["has_mesh"][0]:
         return None
@@ -108,27 +108,27 @@ def partition_geometry(
             geometry = read_mesh_artifact(key, config.output_root, config.storage_options)
     except MeshArtifactMissing as exc:
         context.log.warning(f"{key}: {exc.file} is missing (scene built by an older version): parsing the scan")
-        return load_partition_scan(context, storage)
+        return load_partition_scan(context, config)
     source = row["source_uri"][0] if row.height else ""
     scan_objects = objects.filter(pl.col("key") == key)
     labels = dict(zip(scan_objects["object_id"].to_list(), scan_objects["raw_label"].to_list()))
     return geometry_scan(key, source, geometry, labels)
 
 
-def recorded_scan(context: dg.AssetExecutionContext, storage: StorageResource, scans: pl.DataFrame) -> dict:
+def recorded_scan(context: dg.AssetExecutionContext, config: Config, scans: pl.DataFrame) -> dict:
     """The partition's ``scans`` row; a row from before ``image_rotation`` was recorded gets it by parsing the scan."""
     key = context.partition_key
     rows = scans.filter(pl.col("key") == key).to_dicts()
     row = rows[0] if rows else {"key": key, "has_frames": True, "has_mesh": True, "image_rotation": None}
     if row.get("image_rotation") is None:
         context.log.warning(f"{key}: the scans table does not record image_rotation (older version): parsing the scan")
-        row = dict(row, image_rotation=int(load_partition_scan(context, storage).image_rotation))
+        row = dict(row, image_rotation=int(load_partition_scan(context, config).image_rotation))
     return row
 
 
 @contextmanager
 def partition_images(
-    context: dg.AssetExecutionContext, storage: StorageResource, scans: pl.DataFrame, frames: pl.DataFrame
+    context: dg.AssetExecutionContext, config: Config, scans: pl.DataFrame, frames: pl.DataFrame
 ):
     """Yield the partition's ``load_image`` from the files its ``frames`` rows name (``pipeline.scene.images``).
 
@@ -138,7 +138,6 @@ def partition_images(
     from pipeline.scene.images import FrameImages, records_images
 
     key = context.partition_key
-    config = storage.config()
     scan_frames = frames.filter(pl.col("key") == key)
     row = scans.filter(pl.col("key") == key)
     if row.height and not row["has_frames"].fill_null(True)[0]:
@@ -146,7 +145,7 @@ def partition_images(
         return
     if not records_images(scan_frames):
         context.log.warning(f"{key}: the frames table names no image files (older version): parsing the scan")
-        yield load_partition_scan(context, storage).load_image
+        yield load_partition_scan(context, config).load_image
         return
     with reaching(config.scans_root):
         uri = scan_location(context, config)
@@ -159,15 +158,15 @@ def partition_images(
     partitions_def=scan_partitions,
     group_name="scene",
     can_subset=False,
-    check_specs=[check_spec(name) for name in SCENE_SUITES],
+    check_specs=[check_spec(name, per_scan=True) for name in SCENE_SUITES],
 )
-def scene(context: dg.AssetExecutionContext, storage: StorageResource):
+def scene(context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource):
     from pipeline.scene.tables import scene_tables
 
     from pipeline.scene.mesh_artifact import write_mesh_artifact
 
-    config = storage.config()
-    parsed = load_partition_scan(context, storage)
+    config = step_config(context, storage, run_config, __name__)
+    parsed = load_partition_scan(context, config)
     tables = scene_tables(parsed, config)
     if parsed.mesh is not None:  # later steps read the mesh from here instead of parsing the scan again
         with reaching(config.output_root):
@@ -178,4 +177,4 @@ def scene(context: dg.AssetExecutionContext, storage: StorageResource):
         recorded["fingerprint"] = context.run.tags[FINGERPRINT_TAG]
     for name in SCENE_TABLES:
         yield dg.Output(tables[name], output_name=name, metadata=recorded)
-    yield from scene_checks(tables, storage)
+    yield from scene_checks(tables, config)

@@ -26,6 +26,9 @@ import polars as pl
 
 from assets.partitions import scan_partitions
 from expectations.suites import Rule, Suite, _columns, _not_null, _unique
+from pipeline.config import Config
+from pipeline.frames.budgets import frame_budgets
+from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
 FRAMES_SUITE = Suite(
@@ -53,34 +56,40 @@ def check_name(table: str) -> str:
     return f"{table}_expectations"
 
 
-def check_spec(table: str, asset: str | None = None, additional_deps: tuple[str, ...] = ()) -> dg.AssetCheckSpec:
+def check_spec(
+    table: str, asset: str | None = None, additional_deps: tuple[str, ...] = (), per_scan: bool = False
+) -> dg.AssetCheckSpec:
+    """``per_scan``: the check is partitioned like its scan asset, so the UI shows its result per partition (one
+    failed scan does not show the whole asset's check as failed)."""
     return dg.AssetCheckSpec(
         name=check_name(table),
         asset=asset or table,
+        partitions_def=scan_partitions if per_scan else None,
         blocking=True,
         additional_deps=list(additional_deps) or None,
         description=f"expectation suite of {table} (expectations/suites.py), every rule must pass",
     )
 
 
-def _gate_settings(storage: StorageResource) -> dict:
-    gate = storage.config().gate
+def _gate_settings(config: Config) -> dict:
+    gate = config.gate
     return {
         "frequency_ceiling": gate.frequency_ceiling,
         "letter_tolerance": gate.letter_tolerance,
         "min_questions_for_distribution": gate.min_questions_for_distribution,
+        "budgets": frame_budgets(config),
     }
 
 
 def suite_results(
-    tables: dict[str, pl.DataFrame], suite_tables: Iterable[str], storage: StorageResource, scope: str,
+    tables: dict[str, pl.DataFrame], suite_tables: Iterable[str], config: Config, scope: str,
     asset: str | None = None,
 ) -> list[dg.AssetCheckResult]:
     """One ``AssetCheckResult`` per suite in ``suite_tables``, decided over views of ``tables``."""
     from expectations.runner import decide_suites
 
     suite_tables = tuple(suite_tables)
-    report = decide_suites(tables, suite_tables, extra_suites=(FRAMES_SUITE,), **_gate_settings(storage))
+    report = decide_suites(tables, suite_tables, extra_suites=(FRAMES_SUITE,), **_gate_settings(config))
     results = []
     for table in suite_tables:
         rules = report.for_table(table)
@@ -109,16 +118,16 @@ def suite_results(
     return results
 
 
-def scene_checks(tables: dict[str, pl.DataFrame], storage: StorageResource) -> list[dg.AssetCheckResult]:
+def scene_checks(tables: dict[str, pl.DataFrame], config: Config) -> list[dg.AssetCheckResult]:
     """The suites of the four scene tables, from the tables the ``scene`` step just wrote."""
-    return suite_results({name: tables[name] for name in SCENE_SUITES}, SCENE_SUITES, storage, "scan's tables")
+    return suite_results({name: tables[name] for name in SCENE_SUITES}, SCENE_SUITES, config, "scan's tables")
 
 
 def pinpoint_checks(
-    targets: pl.DataFrame, neighbors: pl.DataFrame, objects: pl.DataFrame, storage: StorageResource
+    targets: pl.DataFrame, neighbors: pl.DataFrame, objects: pl.DataFrame, config: Config
 ) -> list[dg.AssetCheckResult]:
     tables = {"objects": objects, "pinpoint_targets": targets, "pinpoint_neighbors": neighbors}
-    return suite_results(tables, PINPOINT_SUITES, storage, "scan's tables")
+    return suite_results(tables, PINPOINT_SUITES, config, "scan's tables")
 
 
 @dg.asset_check(
@@ -129,8 +138,9 @@ def pinpoint_checks(
     additional_ins={"scans": dg.AssetIn("scans")},
     description="expectation suite of frame_samples (expectations/suites.py), every rule must pass",
 )
-def frame_samples_expectations(storage: StorageResource, frame_samples: pl.DataFrame, scans: pl.DataFrame):
-    [result] = suite_results({"scans": scans, "frame_samples": frame_samples}, ["frame_samples"], storage, "scan")
+def frame_samples_expectations(
+    storage: StorageResource, run_config: RunConfigResource, frame_samples: pl.DataFrame, scans: pl.DataFrame):
+    [result] = suite_results({"scans": scans, "frame_samples": frame_samples}, ["frame_samples"], run_config.config(storage), "scan")
     return result
 
 
@@ -142,9 +152,10 @@ def frame_samples_expectations(storage: StorageResource, frame_samples: pl.DataF
     additional_ins={"objects": dg.AssetIn("objects")},
     description="expectation suite of object_visibility (expectations/suites.py), every rule must pass",
 )
-def object_visibility_expectations(storage: StorageResource, object_visibility: pl.DataFrame, objects: pl.DataFrame):
+def object_visibility_expectations(
+    storage: StorageResource, run_config: RunConfigResource, object_visibility: pl.DataFrame, objects: pl.DataFrame):
     tables = {"objects": objects, "object_visibility": object_visibility}
-    [result] = suite_results(tables, ["object_visibility"], storage, "scan")
+    [result] = suite_results(tables, ["object_visibility"], run_config.config(storage), "scan")
     return result
 
 
@@ -154,9 +165,9 @@ def object_visibility_expectations(storage: StorageResource, object_visibility: 
     can_subset=False,
 )
 def qa_expectations(
-    storage: StorageResource, qa: pl.DataFrame, scans: pl.DataFrame, objects: pl.DataFrame,
+    storage: StorageResource, run_config: RunConfigResource, qa: pl.DataFrame, scans: pl.DataFrame, objects: pl.DataFrame,
     object_visibility: pl.DataFrame,
 ):
     """The ``qa`` and ``qa_distribution`` suites over the whole question table and the scans it asks about."""
     tables = {"qa": qa, "scans": scans, "objects": objects, "object_visibility": object_visibility}
-    yield from suite_results(tables, QA_SUITES, storage, "whole question table", asset="qa")
+    yield from suite_results(tables, QA_SUITES, run_config.config(storage), "whole question table", asset="qa")

@@ -14,6 +14,8 @@ from assets.catalog import table_asset
 from assets.partitions import scan_partitions
 from assets.progress import CountingRaycaster, FrameCounter
 from assets.scene import partition_geometry, partition_images, recorded_scan
+from assets.step_config import step_config
+from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
 
@@ -27,6 +29,7 @@ from resources.storage import StorageResource
 def visibility(
     context: dg.AssetExecutionContext,
     storage: StorageResource,
+    run_config: RunConfigResource,
     scans: pl.DataFrame,
     objects: pl.DataFrame,
     frames: pl.DataFrame,
@@ -34,17 +37,17 @@ def visibility(
     from pipeline import schemas
     from pipeline.visibility.cast import compute_visibility, scan_raycaster
 
+    config = step_config(context, storage, run_config, __name__)
     key = context.partition_key
     scan_frames = frames.filter(pl.col("key") == key)
     if not scan_frames["in_all_frame"].fill_null(False).any():
         context.add_output_metadata({"frames_cast": 0})
         return schemas.empty("visibility")
-    geometry = partition_geometry(context, storage, scans, objects)
-    rotation = recorded_scan(context, storage, scans)["image_rotation"]
+    geometry = partition_geometry(context, config, scans, objects)
+    rotation = recorded_scan(context, config, scans)["image_rotation"]
     mesh = geometry.mesh if geometry is not None else None
     frames_cast = int(scan_frames["in_all_frame"].sum())
     raycaster = CountingRaycaster(FrameCounter(context, "visibility", frames_cast), scan_raycaster(key, mesh))
-    config = storage.config()
     overrides = None
     if config.visibility.cast == "adaptive":  # it settles an overridden object's rule in every frame
         from pipeline.visibility.cast import read_visibility_overrides
@@ -68,6 +71,7 @@ def visibility(
 def object_visibility(
     context: dg.AssetExecutionContext,
     storage: StorageResource,
+    run_config: RunConfigResource,
     visibility: pl.DataFrame,
     frame_samples: pl.DataFrame,
     objects: pl.DataFrame,
@@ -75,7 +79,7 @@ def object_visibility(
     from pipeline.visibility.cast import object_visibility as decide
     from pipeline.visibility.cast import read_visibility_overrides
 
-    config = storage.config()
+    config = step_config(context, storage, run_config, __name__)
     overrides = read_visibility_overrides(config.tables_root, config.storage_options)
     table = decide(context.partition_key, visibility, frame_samples, objects, overrides, config)
     context.add_output_metadata(
@@ -94,6 +98,7 @@ def object_visibility(
 def dummy_videos(
     context: dg.AssetExecutionContext,
     storage: StorageResource,
+    run_config: RunConfigResource,
     scans: pl.DataFrame,
     objects: pl.DataFrame,
     object_visibility: pl.DataFrame,
@@ -106,14 +111,14 @@ def dummy_videos(
     from pipeline.frames.frame_cache import SHARED
     from pipeline.qa.dummy import dummy_object_sets
 
-    config = storage.config()
+    config = step_config(context, storage, run_config, __name__)
     key = context.partition_key
     sets = dummy_object_sets(objects, object_visibility, key)
     if not sets:
         SHARED.clear()
         return schemas.empty("dummy_videos")
-    rotation = recorded_scan(context, storage, scans)["image_rotation"]
-    with partition_images(context, storage, scans, frames) as load_image:
+    rotation = recorded_scan(context, config, scans)["image_rotation"]
+    with partition_images(context, config, scans, frames) as load_image:
         table = make_dummy_videos(
             key,
             sets,
@@ -124,7 +129,7 @@ def dummy_videos(
             frames_config=config.frames,
             image_rotation=rotation,
             storage_options=config.storage_options,
-            image_identity=partition_image_identity(context, storage, frames.filter(pl.col("key") == key)),
+            image_identity=partition_image_identity(context, config, frames.filter(pl.col("key") == key)),
             frame_cache=SHARED,  # frames the scan videos decoded in this process are not decoded again
         )
     SHARED.clear()  # the scan's last reader: the memory is free for the next scan

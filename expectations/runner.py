@@ -101,15 +101,19 @@ def decide_suites(
     letter_tolerance: float = 0.05,
     min_questions_for_distribution: int = 40,
     extra_suites: tuple[Suite, ...] = (),
+    budgets: tuple[str, ...] | None = None,
 ) -> GateReport:
     """The rules of the suites named in ``suite_tables``, decided in polars over views of ``tables``; no GX.
+
+    ``budgets`` widens the known frame budgets (default ``pipeline.frames.budgets.frame_budgets()``): a sampled benchmark's
+    tables carry its sampler's label (``pipeline.sampling``).
 
     ``tables`` holds the suite's table and the tables its cross-table columns need (``expectations.derived``);
     a suite whose view cannot be built from them is left out.
     """
     views = build_views(tables, min_questions_for_distribution=min_questions_for_distribution)
     report = GateReport(success=True)
-    for suite in [*build_suites(frequency_ceiling, letter_tolerance), *extra_suites]:
+    for suite in [*build_suites(frequency_ceiling, letter_tolerance, budgets), *extra_suites]:
         if suite.table not in views and suite.table in tables and suite in extra_suites:
             views[suite.table] = tables[suite.table]  # a table checked per scan but not released: no derived columns
         if suite.table in suite_tables and suite.table in views:
@@ -146,6 +150,7 @@ def run_gate(
     frequency_ceiling: float = 0.7,
     letter_tolerance: float = 0.05,
     min_questions_for_distribution: int = 40,
+    budgets: tuple[str, ...] | None = None,
 ) -> GateReport:
     """Validate every released table present in ``tables``; write Data Docs into ``docs_dir`` when given.
 
@@ -154,7 +159,7 @@ def run_gate(
     its staging folder).
     """
     views = build_views(tables, min_questions_for_distribution=min_questions_for_distribution)
-    suites = [s for s in build_suites(frequency_ceiling, letter_tolerance) if s.table in views]
+    suites = [s for s in build_suites(frequency_ceiling, letter_tolerance, budgets) if s.table in views]
     report = GateReport(success=True)
     with older_objects_frozen() as heap:  # GX's import and validation make many objects: collect only those
         ctx = _context()

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.schemas import BUDGETS, DATASETS, SCHEMAS
+from pipeline.frames.budgets import frame_budgets
+from pipeline.schemas import DATASETS, SCHEMAS
 
 PROFILES = ("revsi", "vsibench", "pinpointqa")
 RELATIONS = ("on", "under", "above", "below", "side_above", "side_below", "next_to", "near", "attached_to")
@@ -124,7 +125,12 @@ _DERIVED: dict[str, list[str]] = {
 REPRODUCED_FREQUENCY_CEILING = 0.95
 
 
-def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05) -> list[Suite]:
+def build_suites(
+    frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05, budgets: tuple[str, ...] | None = None
+) -> list[Suite]:
+    """The suites of the released tables; ``budgets`` (default: the default config's ``frame_budgets``) are the
+    only budget names a table may hold."""
+    budgets = tuple(budgets or frame_budgets())
     reproduced_ceiling = max(REPRODUCED_FREQUENCY_CEILING, frequency_ceiling)
     return [
         Suite(
@@ -167,7 +173,7 @@ def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05)
             "key",
             [
                 _columns("frame_samples"),
-                _in_set("frame_samples", "budget", BUDGETS, "unknown frame budget"),
+                _in_set("frame_samples", "budget", budgets, "unknown frame budget"),
                 _unique("frame_samples", ["key", "budget", "rank"], "two frames at one rank of a budget"),
                 _between("frame_samples", "timestamp", 0, None, "negative timestamp"),
                 _true("frame_samples", "scan_exists", "frames of a scan missing from scans",
@@ -179,7 +185,7 @@ def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05)
             "key",
             [
                 _columns("object_visibility"),
-                _in_set("object_visibility", "budget", BUDGETS, "unknown frame budget"),
+                _in_set("object_visibility", "budget", budgets, "unknown frame budget"),
                 _between("object_visibility", "max_fraction", 0.0, 1.0, "frame fraction outside [0, 1]"),
                 _unique("object_visibility", ["key", "budget", "object_id"], "an object decided twice for a budget"),
                 _in_set("object_visibility", "rule", ("fraction", "pixel_floor", "override"), "unknown visibility rule"),
@@ -194,7 +200,7 @@ def build_suites(frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05)
                 _columns("qa"),
                 *_not_null("qa", "id", "key", "question_type", "question", "ground_truth", "budget", "profile"),
                 _unique("qa", ["id"], "duplicated question id (reviewer verdicts would attach to the wrong question)"),
-                _in_set("qa", "budget", BUDGETS, "unknown frame budget"),
+                _in_set("qa", "budget", budgets, "unknown frame budget"),
                 _in_set("qa", "profile", PROFILES, "unknown profile"),
                 _in_set("qa", "video_kind", VIDEO_KINDS, "unknown video kind"),
                 _true("qa", "options_distinct", "two options with the same letter or text",

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "backfill": ("assets.backfill", "queue every scan as a Dagster backfill on a deployment (Postgres, Celery)"),
     "bench": ("pipeline.bench.command", "measure throughput against a baseline measured in the same run"),
     "generate": ("pipeline.qa.generate_command", "questions from ReVSI/VSI-Bench annotation files, without scans"),
+    "answers": ("pipeline.sampling.command", "a benchmark answered for exactly the frames a frame sampler takes"),
     "stats": ("pipeline.qa.stats", "question counts, answer distributions and baselines per type and budget"),
     "export": ("pipeline.exports.command", "write a released benchmark in a harness layout"),
     "eval": ("pipeline.scoring.command", "score a predictions file against a release"),

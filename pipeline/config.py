@@ -79,6 +79,8 @@ class Config:
     frames: FramesConfig = field(default_factory=FramesConfig)
     visibility: VisibilityConfig = field(default_factory=VisibilityConfig)
     profiles: tuple[str, ...] = ("revsi", "vsibench", "pinpointqa")
+    # Frame samplers whose benchmarks the sampled_benchmarks asset publishes beside each release (pipeline.sampling).
+    samplers: tuple[str, ...] = ()
     gate: GateConfig = field(default_factory=GateConfig)
     reviews_path: str | None = None  # verdicts CSV; default <output_root>/reviews/verdicts.csv
     pinpointqa: dict[str, Any] = field(default_factory=dict)  # overrides of pipeline.pinpoint.config defaults

@@ -13,7 +13,8 @@ pinhole matrix of the *output* image (after resizing), row-major (9 floats).
 ``rotation`` is the 3x3 OBB rotation whose *columns* are the box axes, stored
 row-major (9 floats). ``frame_index`` is always the index of the frame in its
 source stream, so it stays valid across budgets. ``budget`` is one of
-``"16"``, ``"32"``, ``"64"``, ``"all"``.
+the run's frame budgets (``pipeline.frames.budgets.frame_budgets``: ``"16"``,
+``"32"``, ``"64"``, ``"all"`` by default).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-BUDGETS: tuple[str, ...] = ("16", "32", "64", "all")
 DATASETS: tuple[str, ...] = ("scannet", "scannetpp", "arkitscenes", "3rscan", "multiscan", "synthetic")
 
 _f64 = pa.float64()
@@ -210,6 +210,21 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("reason", _str),
         ]
     ),
+    # What became of each all-frame question under one frame sampler (pipeline/sampling/answers.py).
+    "sampled_answers": pa.schema(
+        [
+            ("id", _str),  # the all-frame question's id
+            ("key", _str),
+            ("profile", _str),
+            ("question_type", _str),
+            ("sampler", _str),  # the sampler's label (its budget name in the sampled qa table)
+            ("frames", _i32),  # frames the sampler takes from the scan's all-frame video
+            ("all_frame_answer", _str),
+            ("answer", _str),  # ground truth under the sampled frames; null when unanswerable
+            ("outcome", _str),  # "stays" | "changes" | "unanswerable"
+            ("reason", _str),  # why it is unanswerable; null otherwise
+        ]
+    ),
     # Which registered scan partitions a release holds, decided from the Dagster instance (pipeline/release/membership.py).
     "scan_membership": pa.schema(
         [
@@ -275,15 +290,19 @@ def from_rows(name: str, rows: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
     return pl.from_arrow(table)
 
 
-def to_arrow(name: str, df: pl.DataFrame) -> pa.Table:
-    """Cast a frame to its table's Arrow schema, failing on missing or extra columns."""
+def selected_arrow(name: str, df: pl.DataFrame) -> pa.Table:
+    """The frame's columns in its table's schema order as Arrow, not yet cast; fails on missing or extra columns."""
     sch = schema(name)
     missing = [f.name for f in sch if f.name not in df.columns]
     extra = [c for c in df.columns if c not in sch.names]
     if missing or extra:
         raise ValueError(f"table {name!r}: missing columns {missing}, unexpected columns {extra}")
-    table = df.select(sch.names).to_arrow()
-    return table.cast(sch)
+    return df.select(sch.names).to_arrow()
+
+
+def to_arrow(name: str, df: pl.DataFrame) -> pa.Table:
+    """Cast a frame to its table's Arrow schema, failing on missing or extra columns."""
+    return selected_arrow(name, df).cast(schema(name))
 
 
 def conform(name: str, df: pl.DataFrame) -> pl.DataFrame:

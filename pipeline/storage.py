@@ -132,11 +132,27 @@ def write_bytes_atomic(path: UPath, data: bytes) -> None:
             os.remove(tmp.path)
 
 
+ROW_GROUP_ROWS = 1024 * 1024  # Arrow's default largest row group (``pq.write_table`` without ``row_group_size``)
+PARQUET_OPTIONS = {"compression": "zstd", "write_statistics": True, "store_schema": True}
+
+
 def parquet_bytes(table_name: str, df: pl.DataFrame) -> bytes:
-    """Serialise deterministically: same rows and schema give the same bytes."""
-    table = schemas.to_arrow(table_name, df)
+    """Serialise deterministically: same rows and schema give the same bytes.
+
+    The bytes are those of ``pq.write_table`` over the whole frame cast to the table's schema, but the cast (a
+    copy of every string) is made one row group at a time: a dataset-wide table of millions of rows is never
+    held twice in Arrow's string layout. ``write_table`` cuts its row groups from the cast table at the same
+    offsets and the cast keeps chunk boundaries, so every row group sees the same chunks either way.
+    """
+    sch = schemas.schema(table_name)
+    table = schemas.selected_arrow(table_name, df)  # polars' own buffers, shared: nothing copied yet
     buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd", write_statistics=True, store_schema=True)
+    with pq.ParquetWriter(buf, sch, **PARQUET_OPTIONS) as writer:
+        if table.num_rows == 0:
+            writer.write_table(table.cast(sch))  # one empty row group, as write_table writes
+        for start in range(0, table.num_rows, ROW_GROUP_ROWS):
+            writer.write_table(table.slice(start, ROW_GROUP_ROWS).cast(sch), row_group_size=ROW_GROUP_ROWS)
+    del table
     return buf.getvalue()
 
 

@@ -24,7 +24,9 @@ from pipeline.config import Config, load_config
 
 
 class StorageResource(dg.ConfigurableResource):
-    """Scans root, output root and storage options; empty fields fall back to the config file."""
+    """Scans root, output root and storage options; empty fields fall back to the config file.
+
+    The rest of the config file (thresholds, budgets, profiles) is the ``run_config`` resource's."""
 
     scans_root: str = ""
     output_root: str = ""
@@ -50,8 +52,26 @@ class StorageResource(dg.ConfigurableResource):
             config_file=config_file,
         )
 
+    def locations(self) -> dict[str, Any]:
+        """Scans root, output root and storage options; read from the config file only if a root is empty
+        (a ``resolved`` resource, the one ``default_resources`` hands to steps, never is)."""
+        if self.scans_root and self.output_root:
+            return {"scans_root": self.scans_root, "output_root": self.output_root,
+                    "storage_options": dict(self.storage_options)}
+        return self._file_locations()
+
+    def _file_locations(self) -> dict[str, Any]:
+        config = self.config()
+        return {"scans_root": config.scans_root, "output_root": config.output_root,
+                "storage_options": dict(config.storage_options)}
+
+    def resolved(self) -> StorageResource:
+        """This resource with every location filled in (empty ones from the config file, read once here)."""
+        return StorageResource(**self._file_locations(), config_file=self.config_file)
+
     def config(self) -> Config:
-        """The run configuration with this resource's locations applied."""
+        """The whole config file with this resource's locations applied (the CLI's and tests' view; asset steps
+        read the ``run_config`` resource instead, ``resources.run_config``)."""
         return load_config(
             self.config_file or None,
             scans_root=self.scans_root or None,

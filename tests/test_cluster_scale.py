@@ -90,3 +90,39 @@ def test_ten_thousand_partitions_backfill_without_argv(tmp_path, monkeypatch, ca
                       f"{created} runs in {counts[-1][0]:.0f} s: {rate:.0f} runs/min after the first")
             # Stop the daemon before the cluster goes: it would go on creating runs while Postgres stops.
             cluster._stop_service(cluster.services.pop("daemon"))
+
+
+READ_BACK_RUNS = tuple(int(n) for n in os.environ.get("SCAN2QA_SCALE_READ_BACK", "1000,2500").split(","))
+
+
+def test_backfill_loop_reads_back_every_run_it_created(tmp_path, monkeypatch, capsys):
+    """What Dagster's job-backfill loop pays before each chunk of 25 runs: every run of the backfill, read back.
+
+    ``_get_partitions_chunk`` (dagster 1.13) fetches the backfill's runs to skip partitions already submitted, so the
+    cost per chunk grows with the runs created so far and a one-scan-per-run backfill of 10k scans slows as it goes.
+    Runs are added straight to the run storage (no daemon, no snapshots): only the read-back is measured.
+    """
+    import dagster as dg
+    from dagster._core.storage.dagster_run import DagsterRun
+    from dagster._core.storage.tags import BACKFILL_ID_TAG, PARTITION_NAME_TAG
+    from dagster._core.utils import make_new_run_id
+
+    require_services()
+    with LocalCluster(tmp_path / "stack") as cluster:
+        cluster.start_postgres()
+        deployment_environment(cluster, monkeypatch)
+        with dg.DagsterInstance.get() as instance:
+            made, figures = 0, []
+            for target in READ_BACK_RUNS:
+                while made < target:
+                    instance.add_run(DagsterRun(
+                        job_name="scan_job_celery", run_id=make_new_run_id(), status=dg.DagsterRunStatus.NOT_STARTED,
+                        tags={BACKFILL_ID_TAG: "scale", PARTITION_NAME_TAG: f"synthetic/scale{made:05d}_00"},
+                    ))
+                    made += 1
+                started = time.perf_counter()
+                runs = instance.get_runs(dg.RunsFilter(tags=DagsterRun.tags_for_backfill_id("scale")))
+                figures.append(f"{target} runs read back in {time.perf_counter() - started:.2f} s")
+                assert len(runs) == target
+            with capsys.disabled():
+                print("\nbackfill loop, per chunk of 25 runs: " + "; ".join(figures))

@@ -116,9 +116,15 @@ def test_sources_whose_id_prefixes_collide_are_refused(tmp_path):
 
 @pytest.mark.slow
 def test_bench_command_builds_real_sources(tmp_path, capsys):
+    """The command as README runs it, on real synthetic sources: more scans than one batch of the qa step."""
     from pipeline.cli import main
+    from pipeline.qa.finalize import FILES_PER_BATCH
 
-    assert main(["bench", "dataset", "--json", "--scans", "4", "--source-scans", "2", "--frames", "8",
+    scans = FILES_PER_BATCH + 20
+    assert main(["bench", "dataset", "--json", "--scans", str(scans), "--source-scans", "2", "--frames", "8",
                  "--work", str(tmp_path)]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["success"] and result["scans"] == 4 and result["release"] and result["qa_rows"] > 0
+    assert result["success"] and result["scans"] == scans and result["release"] and result["qa_rows"] > 0
+    assert result["release_rows"]["scans"] == scans and result["gate_success"]
+    assert set(result["phases"]) == {"membership", "qa", "gate", "release"}
+    assert all(figures["peak_rss_mb"] > 0 for figures in result["phases"].values())

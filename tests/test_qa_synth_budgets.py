@@ -15,7 +15,7 @@ import pytest
 from pipeline.config import Config
 from pipeline.frames.budgets import sample_frames
 from pipeline.qa import generate_candidates
-from pipeline.schemas import BUDGETS
+from pipeline.frames.budgets import frame_budgets
 from pipeline.scene.tables import scene_tables
 from pipeline.synth.scannet_writer import truth_dict
 from pipeline.synth.scene import generate_scene
@@ -24,6 +24,7 @@ from tests.test_qa_generation import Checker
 from tests.test_qa_synth import tables_from_truth
 
 SCANS = 20
+BUDGETS = frame_budgets()
 FRAMES = 100  # 10 s at 10 fps: budgets 16/32/64 and an all-frame sequence of 100
 
 

@@ -171,7 +171,9 @@ def questions(key, tables, object_visibility, visibility, frames, samples, confi
     from pipeline.frames.dummy_videos import plan_dummy_videos
     from pipeline.qa import generate_candidates
     from pipeline.qa.dummy import dummy_object_sets
-    from pipeline.schemas import BUDGETS
+    from pipeline.frames.budgets import frame_budgets
+
+    BUDGETS = frame_budgets()
 
     dummy = plan_dummy_videos(key, dummy_object_sets(tables["objects"], object_visibility, key), visibility, frames)
     parts = [

@@ -10,8 +10,8 @@ from assets import frames as frame_assets
 from assets import scene as scene_assets
 from assets import visibility as visibility_assets
 from assets.build import materialize_quietly
-from pipeline import schemas
 from pipeline.config import load_config
+from pipeline.frames.budgets import frame_budgets
 from pipeline.storage import read_table, upath
 from pipeline.frames.video import video_info
 from pipeline.frames.video_paths import budget_video_path
@@ -68,7 +68,7 @@ def test_good_scan_gets_tables_and_videos(built):
     decisions = read_table(tables / "object_visibility" / "scannet" / "scene0990_00.parquet", "object_visibility")
     assert 4 not in vis["frame_index"].to_list()  # the NaN-pose frame is never cast
     assert vis.height > 0
-    assert set(samples["budget"].to_list()) == set(schemas.BUDGETS)
+    assert set(samples["budget"].to_list()) == set(frame_budgets())
     assert decisions.filter(decisions["budget"] == "all")["visible"].any()
     n_all = int(frames["in_all_frame"].sum())
     for budget, expected in (("16", 16), ("64", 64), ("all", n_all)):

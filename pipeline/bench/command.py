@@ -383,3 +383,19 @@ register(
         format=synth_bench.format_result,
     ),
 )
+
+
+# --- answers for a frame sampler (target owned by pipeline/bench/answers.py) ---------------------------------------
+
+from pipeline.bench import answers as answers_bench  # noqa: E402
+
+register(
+    "answers",
+    Bench(
+        help="CPU-s to answer one frame sampler on a built release (read, decide, generate, check, write, videos), "
+        "against the release's 64-frame budget through the same path",
+        add_arguments=answers_bench.add_arguments,
+        run=answers_bench.run_answers_bench,
+        format=answers_bench.format_result,
+    ),
+)

@@ -221,9 +221,12 @@ def replicate(source_out: Path, source_keys: list[str], out: Path, scans: int, w
 
 
 def _link_videos(source_out: Path, out: Path, source_key: str, key: str, suffix: str, tables, folders) -> int:
+    from pipeline.frames.budgets import budget_sort_key, frame_budgets
     from pipeline.frames.video_paths import budget_video_path
 
-    pairs = [(budget_video_path(b, source_key), budget_video_path(b, key)) for b in ("16", "32", "64", "all")]
+    samples = tables.get("frame_samples")
+    budgets = sorted(set(samples["budget"].to_list()), key=budget_sort_key) if samples is not None else frame_budgets()
+    pairs = [(budget_video_path(b, source_key), budget_video_path(b, key)) for b in budgets]
     dummy = tables.get("dummy_videos")
     if dummy is not None:
         # Rows whose videos would be frame-for-frame the same share one file: link each file once.
@@ -323,10 +326,11 @@ def measure(out: Path, keys: list[str], config_file: Path) -> dict:
     from assets.partitions import scan_partitions
     from pipeline.config import load_config
     from resources.defaults import default_resources
+    from resources.run_config import RunConfigResource
     from resources.storage import StorageResource
 
     config = load_config(config_file, scans_root=str(out / "scans"), output_root=str(out))
-    resources = default_resources(StorageResource.from_config(config, str(config_file)))
+    resources = default_resources(StorageResource.from_config(config, str(config_file)), RunConfigResource.from_config(config))
     from assets.membership import record_built_elsewhere
 
     instance = dg.DagsterInstance.ephemeral()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from dataclasses import replace
 
 import polars as pl
@@ -36,10 +37,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="export only this dataset's scans (repeatable; e.g. scannet, scannetpp, arkitscenes, 3rscan, multiscan)",
     )
+    from pipeline.sampling.command import add_sampler_arguments
+
+    add_sampler_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     release = load_release(args.release)
+    if args.samplers:  # one more config per sampler: <label>_frame (lmms-eval task scan2qa_revsi_<label>_frame)
+        from pipeline.sampling.command import sampled_folders, with_sampled
+
+        folders = sampled_folders(args.release, args.samplers, args.sampled, Path(args.out) / "samplers")
+        release = with_sampled(release, folders)
     if args.datasets:
         release = replace(release, qa=release.qa.filter(pl.col("dataset").is_in(args.datasets)))
     profile = args.profile or FORMATS[args.format]

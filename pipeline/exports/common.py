@@ -16,8 +16,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import schemas, storage
+from pipeline import storage
 from pipeline.errors import ScanError
+from pipeline.frames.budgets import budget_sort_key
 from pipeline.scoring.release import Release
 
 PARQUET_NAME = "test-00000-of-00001.parquet"
@@ -27,8 +28,8 @@ def config_name(budget: str) -> str:
     return f"{budget}_frame"
 
 
-def budget_order(budget: str) -> int:
-    return schemas.BUDGETS.index(budget) if budget in schemas.BUDGETS else len(schemas.BUDGETS)
+def budget_order(budget: str) -> tuple:
+    return budget_sort_key(budget)
 
 
 def select_rows(release: Release, profile: str, real_only: bool = True) -> pl.DataFrame:

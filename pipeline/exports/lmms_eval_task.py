@@ -254,8 +254,12 @@ def write_task_folder(
     dummy_configs: list[tuple[str, Path]] = (),
     folder_name: str = "lmms_eval_task",
     dummy_types: dict[str, list[str]] | None = None,
+    sampled_configs: list[tuple[str, Path]] = (),
 ) -> Path:
     """Write yaml + utils.py; configs are (config name, Parquet path). Returns the folder.
+
+    ``sampled_configs`` (``scan2qa export --sampler``: ``<label>_frame``) are tasks of their own, grouped as
+    ``scan2qa_revsi_sampled`` so that ``scan2qa_revsi`` stays the budgets.
 
     ``configs`` form the ``scan2qa_revsi`` group, ``dummy_configs`` the ``scan2qa_revsi_dummy`` group;
     ``dummy_types`` (config -> question types in it) picks each dummy config's metrics (default: counting).
@@ -278,6 +282,14 @@ def write_task_folder(
         write_text(folder / f"{task}.yaml", _task_yaml(task, name, "_default_template_yaml"))
     if tasks:
         write_text(folder / f"{TASK_PREFIX}.yaml", f"group: {TASK_PREFIX}\ntask:\n" + "".join(f"- {t}\n" for t in tasks))
+    sampled_tasks = []
+    for name, _ in sampled_configs:
+        task = f"{TASK_PREFIX}_{name}"
+        sampled_tasks.append(task)
+        write_text(folder / f"{task}.yaml", _task_yaml(task, name, "_default_template_yaml"))
+    if sampled_tasks:
+        group = f"{TASK_PREFIX}_sampled"
+        write_text(folder / f"{group}.yaml", f"group: {group}\ntask:\n" + "".join(f"- {t}\n" for t in sampled_tasks))
     dummy_tasks = []
     for name, _ in dummy_configs:
         task = f"{TASK_PREFIX}_{name}"
@@ -289,5 +301,5 @@ def write_task_folder(
     if dummy_tasks:
         group = f"{TASK_PREFIX}_dummy"
         write_text(folder / f"{group}.yaml", f"group: {group}\ntask:\n" + "".join(f"- {t}\n" for t in dummy_tasks))
-    write_text(folder / "utils.py", utils_source([n for n, _ in configs], dummy_metrics))
+    write_text(folder / "utils.py", utils_source([n for n, _ in [*configs, *sampled_configs]], dummy_metrics))
     return folder

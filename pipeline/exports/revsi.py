@@ -35,6 +35,7 @@ from pipeline.exports.common import (
     write_parquet,
     write_text,
 )
+from pipeline.frames.budgets import budget_sort_key
 from pipeline.exports.dataset_card import dataset_card
 from pipeline.exports.lmms_eval_task import write_task_folder
 from pipeline.scoring.release import Release
@@ -126,10 +127,13 @@ def export_revsi(release: Release, out: Path, profile: str = "revsi", link: bool
             config_schemas={name: DUMMY_SCHEMA for name, *_ in dummies},
         ),
     )
+    # The release's own budgets are numbers or "all" (pipeline.frames.budgets.budget_sort_key); other names are samplers'.
+    budget_configs = {config_name(b) for b in rows["budget"].unique().to_list() if budget_sort_key(b)[0] < 2}
     write_task_folder(
         out,
-        task_configs,
+        [c for c in task_configs if c[0] in budget_configs],
         [(name, parquet) for name, parquet, _, _ in dummies],
         dummy_types={name: types for name, _, _, types in dummies},
+        sampled_configs=[c for c in task_configs if c[0] not in budget_configs],
     )
     return counts

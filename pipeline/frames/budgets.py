@@ -24,6 +24,28 @@ from pipeline.config import Config, FramesConfig
 ALL = "all"
 
 
+def frame_budgets(config: Config | FramesConfig | None = None) -> tuple[str, ...]:
+    """The frame budgets a run builds, as every table, video folder and export names them: the numeric budgets of
+    ``frames.budgets`` smallest first, then ``"all"`` (``("16", "32", "64", "all")`` by default).
+
+    The one source of the budget list: frames, visibility, questions, PinpointQA, the expectation suites, the
+    videos, the report and the exports all take it from here, so adding a budget to ``frames.budgets`` (say 128)
+    reaches every step. A frame sampler that picks its own frames (uniform N, fps F) names its budget the same way.
+    """
+    frames_config = config.frames if isinstance(config, Config) else (config or FramesConfig())
+    numeric = sorted({int(b) for b in frames_config.budgets})
+    if any(b <= 0 for b in numeric):
+        raise ValueError(f"budgets must be positive, got {frames_config.budgets}")
+    return (*(str(b) for b in numeric), ALL)
+
+
+def budget_sort_key(budget: str) -> tuple[int, int, str]:
+    """Where ``budget`` sorts among budget names, whatever the config: numeric ascending, ``"all"``, then others."""
+    if budget == ALL:
+        return (1, 0, "")
+    return (0, int(budget), "") if str(budget).isdigit() else (2, 0, str(budget))
+
+
 def all_frame_fps(dataset: str, frames_config: FramesConfig) -> float:
     """3RScan keeps its native ~4 fps sparsity; everything else is resampled to 10 fps."""
     return float(frames_config.fps_3rscan if dataset == "3rscan" else frames_config.fps)
@@ -61,7 +83,7 @@ def all_frame_indices(timestamps: np.ndarray, valid: np.ndarray, fps: float) -> 
     return np.unique(order[nearest[close]])
 
 
-def budget_positions(n_all: int, budgets: tuple[int, ...] = (64, 32, 16)) -> dict[int, np.ndarray]:
+def budget_positions(n_all: int, budgets: tuple[int, ...] = FramesConfig.budgets) -> dict[int, np.ndarray]:
     """Positions in the all-frame sequence for each budget, nested as SPEC §2 prescribes.
 
     The largest budget is ``linspace(0, n_all-1, B, dtype=int)``; each smaller
@@ -122,7 +144,7 @@ def sample_frames(frames: pl.DataFrame, config: Config | FramesConfig | None = N
         picks: dict[str, np.ndarray] = {ALL: np.arange(len(idx))}
         for b, pos in budget_positions(len(idx), frames_config.budgets).items():
             picks[str(b)] = pos
-        for budget in sorted(picks, key=_budget_order):
+        for budget in sorted(picks, key=budget_sort_key):
             pos = picks[budget]
             rows.append(
                 pl.DataFrame(
@@ -138,10 +160,6 @@ def sample_frames(frames: pl.DataFrame, config: Config | FramesConfig | None = N
     if not rows:
         return schemas.empty("frame_samples")
     return schemas.conform("frame_samples", pl.concat([schemas.conform("frame_samples", r) for r in rows]))
-
-
-def _budget_order(budget: str) -> tuple[int, int]:
-    return (1, 0) if budget == ALL else (0, int(budget))
 
 
 def budget_frames(frame_samples: pl.DataFrame, budget: str) -> pl.DataFrame:

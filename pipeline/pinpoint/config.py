@@ -84,7 +84,7 @@ class QuestionConfig:
     excluded_reference_labels: tuple[str, ...] = ("floor", "wall", "ceiling", "closet floor", "closet wall")
     require_visible_references: bool = True  # references and options must be visible in the budget's frames
     tpv_negative_ratio: float = 1.0  # negatives per positive (1.0 = balanced 50/50)
-    budgets: tuple[str, ...] = ("16", "32", "64", "all")
+    # The budgets asked at are the run's frame budgets (``pipeline.frames.budgets.frame_budgets``), not set here.
 
 
 @dataclass

@@ -392,7 +392,11 @@ def generate_questions(
     cfg = config or PinpointConfig()
     rows: list[dict] = []
     lookups = ScanLookups(objects.filter(pl.col("key") == key).sort("object_id"), neighbors.filter(pl.col("key") == key))
-    for budget in budgets or cfg.questions.budgets:
+    if not budgets:
+        from pipeline.frames.budgets import frame_budgets
+
+        budgets = frame_budgets()
+    for budget in budgets:
         rows += ScanQuestions(key, budget, targets, neighbors, objects, visibility, cfg, seed, lookups=lookups).all()
     frame = schemas.from_rows("qa_candidates", rows)
     return frame.sort(["budget", "question_type", "id"])

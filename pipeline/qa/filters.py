@@ -132,10 +132,16 @@ def apply_caps(qa: pl.DataFrame, profile: Profile, seed: int, pinned: Collection
 
 def follow_real_questions(qa: pl.DataFrame) -> pl.DataFrame:
     """Keep a dummy-video question exactly when its real counterpart is kept."""
-    real_ids = set(qa.filter(pl.col("video_kind") == "real")["id"].to_list())
     dummy = qa.with_row_index("_row").filter(~_is_real())
+    if dummy.is_empty():
+        return qa
+    # Only the dummy rows go through Python; the real ids (millions at scale) are looked up by polars.
+    real_ids = qa.filter(pl.col("video_kind") == "real")["id"]
+    followed = [json.loads(geometry).get("real_id") for geometry in dummy["geometry"].to_list()]
+    texts = pl.Series([r if isinstance(r, str) else None for r in followed], dtype=pl.String)
+    found = texts.is_in(real_ids.implode(), nulls_equal=True).to_list()  # a null id among the real ones matches None, as a set would
     dropped = [
-        row for row, geometry in zip(dummy["_row"].to_list(), dummy["geometry"].to_list())
-        if json.loads(geometry).get("real_id") not in real_ids
+        row for row, real_id, hit in zip(dummy["_row"].to_list(), followed, found)
+        if not (hit and (real_id is None or isinstance(real_id, str)))
     ]
     return _without_rows(qa, dropped)

@@ -270,9 +270,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qa", help="qa Parquet table (default: <output_root>/tables/qa.parquet)")
     parser.add_argument("--config", help="scan2qa YAML config (for output_root)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.add_argument(
+        "--samplers",
+        help="sampler specs, e.g. uniform:8 fps:1 fps:2,max=32 segments:16 16 64 "
+        "(answer validity per type and sampler against the release's all-frame answers; needs --release)",
+        nargs="+",
+    )
+    parser.add_argument("--release", help="release folder or output root, for --samplers")
+    parser.add_argument("--plot", help="with --samplers: write the validity-against-frames plot (SVG) here")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.samplers:
+        from pipeline.sampling.command import sampler_validity
+
+        return sampler_validity(args.release, args.samplers, args.plot, args.json)
     if args.qa:
         location = args.qa
         path = upath(args.qa)

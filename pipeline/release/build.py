@@ -20,6 +20,7 @@ import polars as pl
 
 from pipeline import schemas, storage
 from pipeline.config import Config
+from pipeline.frames.budgets import frame_budgets
 from pipeline.release.atomic import (
     RELEASED_TABLES, Release, code_revision, config_digest, publish, remove_abandoned_staging, write_release,
 )
@@ -89,6 +90,7 @@ def run_release_gate(tables: dict[str, pl.DataFrame], config: Config, docs_dir: 
         frequency_ceiling=config.gate.frequency_ceiling,
         letter_tolerance=config.gate.letter_tolerance,
         min_questions_for_distribution=config.gate.min_questions_for_distribution,
+        budgets=frame_budgets(config),
     )
 
 
@@ -147,12 +149,14 @@ def build_release(
                 orphan_verdicts=orphans,
                 rejected=rejected,
                 seed=config.seed,
+                budgets=frame_budgets(config),
                 excluded_scans=excluded,
                 verdicts=outcomes,
                 previous_qa=previous[1] if previous else None,
                 previous_version=previous[0] if previous else None,
                 release=release_facts(release_version, config),
                 frames_of=lambda keys: read_dataset_table(config.tables_root, "frames", config.storage_options, keys),
+                sampler_validity=_sampler_validity(tables, config),
             )
 
         checks = gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans, "excluded_scans": excluded}
@@ -211,7 +215,7 @@ def _with_meanings(gate_dict: dict, config: Config) -> dict:
     """Each result with its rule's plain-language meaning (for the report and the manifest's checks)."""
     from expectations.suites import build_suites  # plain data: no Great Expectations import
 
-    suites = build_suites(config.gate.frequency_ceiling, config.gate.letter_tolerance)
+    suites = build_suites(config.gate.frequency_ceiling, config.gate.letter_tolerance, frame_budgets(config))
     meanings = {rule.name: rule.meaning for suite in suites for rule in suite.rules}
     results = [r | {"meaning": meanings.get(r["name"], "")} for r in gate_dict.get("results", [])]
     return gate_dict | {"results": results}
@@ -239,3 +243,12 @@ def _release_videos(tables: dict[str, pl.DataFrame], out_root) -> dict[str, obje
         if src.exists():
             videos[rel] = src
     return videos
+
+
+def _sampler_validity(tables: dict, config: Config) -> str:
+    """The report's frame-sampler section (empty without ``config.samplers``)."""
+    if not config.samplers:
+        return ""
+    from pipeline.sampling.validity import report_section
+
+    return report_section(tables, config)

@@ -34,7 +34,7 @@ from pipeline.release.churn import CHURN_COLUMNS, churn, churn_totals
 from pipeline.release.palette import object_colours
 from pipeline.release.plan_view import MAX_TICKS, ScenePlan, plan_svg, scene_plan
 from pipeline.scene.scan_notes import notes_html
-from pipeline.schemas import BUDGETS
+from pipeline.frames.budgets import frame_budgets
 from pipeline.qa.stats import baseline_rows
 
 VideoFile = Callable[[str], Path | None]  # video path relative to the output root -> local file, None if absent
@@ -145,7 +145,9 @@ def _histogram(group: pl.DataFrame) -> tuple[list[str], list[float]]:
     return [f"{edges[i]:.3g}" for i in range(len(counts))], [float(c) for c in counts]
 
 
-def answerability_table(qa: pl.DataFrame, object_visibility: pl.DataFrame) -> str:
+def answerability_table(
+    qa: pl.DataFrame, object_visibility: pl.DataFrame, budgets: tuple[str, ...] | None = None
+) -> str:
     """Of the all-frame questions, the share whose named objects stay visible under each smaller budget.
 
     This is ReVSI's validity-under-sparse-frames measure (its Figure 3): how
@@ -157,11 +159,12 @@ def answerability_table(qa: pl.DataFrame, object_visibility: pl.DataFrame) -> st
         for (b,), g in object_visibility.filter(pl.col("visible")).group_by(["budget"])
     }
     base = qa.select("key", "profile", "budget", "video_kind", "used_obj_ids").filter((pl.col("budget") == "all") & (pl.col("video_kind") == "real") & (pl.col("used_obj_ids").list.len() > 0))
+    smaller = [b for b in (budgets or frame_budgets()) if b != "all"]
     rows = []
     for (profile,), group in sorted(base.group_by(["profile"]), key=lambda kv: kv[0]):
         pairs = list(zip(group["key"].to_list(), group["used_obj_ids"].to_list()))
         cells = []
-        for b in ("16", "32", "64"):
+        for b in smaller:
             seen = visible.get(b, set())
             ok = sum(all((key, i) in seen for i in ids) for key, ids in pairs)
             cells.append(f"{100 * ok / len(pairs):.1f}%")
@@ -172,7 +175,7 @@ def answerability_table(qa: pl.DataFrame, object_visibility: pl.DataFrame) -> st
         "<h2>Answerability of all-frame questions under smaller budgets</h2>"
         "<p class=meta>Share of the all-frame questions whose named objects are all visible under the budget's frames "
         "(SPEC §3 rule); the released questions of each budget are generated from that budget's visibility.</p>"
-        + _table(["profile", "all-frame questions", "16", "32", "64"], rows)
+        + _table(["profile", "all-frame questions", *smaller], rows)
     )
 
 
@@ -385,18 +388,22 @@ def render_report(
     samples_per_type: int = 2,
     frames_per_question: int = 4,
     seed: int = 0,
+    budgets: tuple[str, ...] | None = None,
     excluded_scans: dict | None = None,
     verdicts: list[dict] | None = None,
     previous_qa: pl.DataFrame | None = None,
     previous_version: str | None = None,
+    sampler_validity: str = "",
     release: dict | None = None,
     frames_of: FramesOf | None = None,
 ) -> str:
-    """The page; ``verdicts`` are ``verdict_outcomes`` (each verdict, applied or why not), ``previous_qa`` the
-    qa table of the release this one follows (its churn is shown), ``previous_version`` its name, ``release``
-    what names the release at the top (``release_stamp``), ``frames_of`` the camera poses of the sampled
-    questions' scans when ``tables`` has no ``frames`` table (the plans' camera paths)."""
+    """The page; ``sampler_validity`` is the frame samplers' validity section (``pipeline.sampling.validity``);
+    ``verdicts`` are ``verdict_outcomes`` (each verdict, applied or why not), ``previous_qa`` the qa table of the
+    release this one follows (its churn is shown), ``previous_version`` its name, ``release`` what names the release
+    at the top (``release_stamp``), ``frames_of`` the camera poses of the sampled questions' scans when ``tables``
+    has no ``frames`` table (the plans' camera paths)."""
     qa = tables["qa"]
+    budget_names = tuple(budgets or frame_budgets())  # the columns of every per-budget table
     frame_samples = tables.get("frame_samples", pl.DataFrame())
     visibility = tables.get("visibility", pl.DataFrame())
     object_visibility = tables.get("object_visibility", pl.DataFrame())
@@ -410,8 +417,8 @@ def render_report(
     parts.append(release_stamp(release, gate))
 
     # Counts per type and budget: real videos per budget, dummy videos apart (the charts count real videos only).
-    types = sorted(set(zip(qa["profile"].to_list(), qa["question_type"].to_list())))
-    counts = {(p, t, b): 0 for p, t in types for b in BUDGETS}
+    types = sorted(qa.select("profile", "question_type").unique().iter_rows())  # distinct pairs: no list of every row
+    counts = {(p, t, b): 0 for p, t in types for b in budget_names}
     dummies = {(p, t): 0 for p, t in types}
     is_real = (pl.col("video_kind").fill_null("real") == "real").alias("_real")
     for (p, t, b, real_video), g in qa.select("profile", "question_type", "budget", is_real).group_by(
@@ -429,9 +436,9 @@ def render_report(
     )
     parts.append(
         _table(
-            ["profile", "question type", *BUDGETS, "real videos", "dummy videos"],
+            ["profile", "question type", *budget_names, "real videos", "dummy videos"],
             [
-                [p, t, *[counts[(p, t, b)] for b in BUDGETS], sum(counts[(p, t, b)] for b in BUDGETS), dummies[(p, t)]]
+                [p, t, *[counts[(p, t, b)] for b in budget_names], sum(counts[(p, t, b)] for b in budget_names), dummies[(p, t)]]
                 for p, t in types
             ],
             left=2,
@@ -478,12 +485,14 @@ def render_report(
     if object_visibility.height:
         parts.append("<h2>Visible objects per budget</h2>")
         rows = []
-        for b in BUDGETS:
+        for b in budget_names:
             g = object_visibility.filter(pl.col("budget") == b)
             if g.height:
                 rows.append([b, g.height, int(g["visible"].sum()), f"{100 * g['visible'].mean():.1f}%"])
         parts.append(_table(["budget", "objects", "visible", "share"], rows))
-        parts.append(answerability_table(qa, object_visibility))
+        parts.append(answerability_table(qa, object_visibility, budget_names))
+    if sampler_validity:
+        parts.append(sampler_validity)
 
     if warned is not None:
         parts.append(_warnings_section(warned, scans.height))

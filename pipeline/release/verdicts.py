@@ -135,9 +135,11 @@ def accepted_ids(verdicts: pl.DataFrame) -> set[str]:
 
 def apply_verdicts(qa: pl.DataFrame, verdicts: pl.DataFrame) -> tuple[pl.DataFrame, list[str], list[str]]:
     """Drop rejected questions; return (kept, rejected ids present, verdict ids no longer in qa)."""
-    ids = set(qa["id"].to_list())
+    # The verdicts are few and qa has millions of ids: the membership test is a join, never a Python set of qa.
+    verdict_ids = verdicts["qa_id"].unique()
+    ids = set(verdict_ids.filter(verdict_ids.is_in(qa["id"].unique().implode(), nulls_equal=True)).to_list())
     rejected = sorted(set(verdicts.filter(pl.col("verdict") == "reject")["qa_id"].to_list()))
-    orphans = sorted(set(verdicts["qa_id"].to_list()) - ids)
+    orphans = sorted(set(verdict_ids.to_list()) - ids)
     if rejected or qa["id"].null_count():
         kept = qa.filter(~pl.col("id").is_in(rejected))
     else:

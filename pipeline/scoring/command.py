@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="JSON-lines cache of judgments (default: <out>/judge_cache.jsonl, else next to the predictions)",
     )
     parser.add_argument("--no-judge", action="store_true", help="do not call a judge even if one is configured")
+    from pipeline.sampling.command import add_sampler_arguments
+
+    add_sampler_arguments(parser)
 
 
 def _judge(args: argparse.Namespace) -> FsdJudge | None:
@@ -52,7 +55,22 @@ def _judge(args: argparse.Namespace) -> FsdJudge | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.samplers:  # score against the sampler's ground truth (its own question ids)
+        import tempfile
+
+        from pipeline.sampling.command import sampled_folders
+
+        if len(args.samplers) > 1:
+            raise ValueError("scan2qa eval scores one --sampler at a time")
+        with tempfile.TemporaryDirectory(prefix="scan2qa-sampled-") as work:
+            folder = sampled_folders(args.release, args.samplers, args.sampled, Path(work), videos=False)[0]
+            report = evaluate_release(str(folder), args.predictions, args.mode, _judge(args))
+            return _print(args, report)
     report = evaluate_release(args.release, args.predictions, args.mode, _judge(args))
+    return _print(args, report)
+
+
+def _print(args: argparse.Namespace, report) -> int:
     if args.json:
         if args.out:
             write_reports(report, args.out)

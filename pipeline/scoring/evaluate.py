@@ -18,8 +18,8 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import schemas
 from pipeline.errors import ScanError
+from pipeline.frames.budgets import budget_sort_key
 from pipeline.scoring import metrics
 from pipeline.scoring.judge import FsdJudge, JudgeError
 from pipeline.scoring.parsing import matches_choice, parse_reply
@@ -152,8 +152,8 @@ def score_questions(
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def _budget_order(budget: str) -> int:
-    return schemas.BUDGETS.index(budget) if budget in schemas.BUDGETS else len(schemas.BUDGETS)
+def _budget_order(budget: str) -> tuple:
+    return budget_sort_key(budget)
 
 
 def group_name(profile: str, budget: str, video_kind: str) -> str:

@@ -29,7 +29,7 @@ import polars as pl
 from pipeline import schemas
 from pipeline.config import Config
 from pipeline.errors import ConfigError, ScanError
-from pipeline.frames.budgets import ALL, all_frame_table, output_size, scale_intrinsics
+from pipeline.frames.budgets import all_frame_table, budget_sort_key, output_size, scale_intrinsics
 from pipeline.geometry.raycast import CameraRays, MeshRaycaster
 from pipeline.geometry.turned_camera import turned_intrinsics, turned_pose
 from pipeline.scene.parsed import Mesh
@@ -298,10 +298,6 @@ def _visibility_table(key: str, parts: list[tuple[int, FrameObjects, CameraRays]
     return _table(key, cat)
 
 
-def _budget_order(budget: str) -> tuple[int, int]:
-    return (1, 0) if budget == ALL else (0, int(budget))
-
-
 def object_visibility(
     key: str,
     visibility: pl.DataFrame,
@@ -340,7 +336,7 @@ def object_visibility(
         [objs, seen_ids.join(objs, on="object_id", how="anti").with_columns(small_object=pl.lit(False))]
     ).unique("object_id", keep="first")
     ov = _key_overrides(key, overrides)
-    budgets = sorted(set(samples["budget"].to_list()), key=_budget_order)
+    budgets = sorted(set(samples["budget"].to_list()), key=budget_sort_key)
     out: list[pl.DataFrame] = []
     for budget in budgets:
         frames_b = (

@@ -29,7 +29,7 @@ def test_release_is_atomic_and_latest_moves_last(tmp_path):
     assert manifest["row_counts"] == {"qa": 3}
     assert "tables/qa.parquet" in manifest["files"]
 
-    def explode(staging):
+    def explode(staging, version):
         (staging / "partial.txt").write_text("half")
         raise RuntimeError("killed mid-write")
 

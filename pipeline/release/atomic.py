@@ -93,6 +93,12 @@ def code_revision(repo: Path | None = None) -> str:
         return f"scan2qa {version('scan2qa')}"
 
 
+def config_digest(config: dict) -> str:
+    """sha256 of the config as the manifest records it (canonical JSON), to name the config in one short string."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -114,13 +120,13 @@ def write_release(
     checks: dict,
     videos: dict[str, object] | None = None,
     version: str | None = None,
-    extra_files: Callable[[Path], None] | None = None,
+    extra_files: Callable[[Path, str], None] | None = None,
 ) -> Release:
     """Write ``releases_dir/<version>`` atomically and then point ``latest`` at it.
 
     ``videos`` maps release-relative paths to source files (hard-linked when
     possible; remote ones are only listed, ``publish`` copies them);
-    ``extra_files(staging_dir)`` may add reports before the rename.
+    ``extra_files(staging_dir, version)`` may add reports before the rename.
     """
     releases_dir = Path(releases_dir)
     releases_dir.mkdir(parents=True, exist_ok=True)
@@ -228,7 +234,7 @@ def _stage_and_rename(staging, final, version, tables, table_bytes, config, chec
         video_entries.append({"path": rel, "bytes": dst.stat().st_size})
     (staging / "videos_manifest.json").write_text(json.dumps(video_entries, indent=1))
     if extra_files:
-        extra_files(staging)
+        extra_files(staging, version)
     files = {
         str(p.relative_to(staging)): _sha256(p)
         for p in sorted(staging.rglob("*"))
@@ -238,6 +244,7 @@ def _stage_and_rename(staging, final, version, tables, table_bytes, config, chec
         "version": version,
         "code_revision": code_revision(),
         "config": config,
+        "config_digest": config_digest(config),
         "row_counts": {name: tables[name].height for name in sorted(tables)},
         "files": files,
         "videos": len(video_entries),

@@ -10,6 +10,7 @@ the release.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,7 +21,9 @@ import polars as pl
 from pipeline import schemas, storage
 from pipeline.config import Config
 from pipeline.frames.budgets import frame_budgets
-from pipeline.release.atomic import RELEASED_TABLES, Release, publish, remove_abandoned_staging, write_release
+from pipeline.release.atomic import (
+    RELEASED_TABLES, Release, code_revision, config_digest, publish, remove_abandoned_staging, write_release,
+)
 from pipeline.release.churn import previous_release_qa
 from pipeline.release.membership import built_keys, excluded_scans
 from pipeline.release.verdicts import apply_verdicts, outcome_checks, read_verdicts, release_verdict_outcomes
@@ -135,7 +138,7 @@ def build_release(
     with tempfile.TemporaryDirectory(prefix="scan2qa-gallery-") if not local else _no_folder() as gallery_tmp:
         video_file = storage.local_file_getter(out_root, gallery_tmp)
 
-        def add_reports(staging: Path) -> None:
+        def add_reports(staging: Path, release_version: str) -> None:
             write_site(staging / "data_docs", gate.validations)
             write_report(
                 staging / REPORT_INDEX,
@@ -151,6 +154,8 @@ def build_release(
                 verdicts=outcomes,
                 previous_qa=previous[1] if previous else None,
                 previous_version=previous[0] if previous else None,
+                release=release_facts(release_version, config),
+                frames_of=lambda keys: read_dataset_table(config.tables_root, "frames", config.storage_options, keys),
                 sampler_validity=_sampler_validity(tables, config),
             )
 
@@ -183,6 +188,27 @@ def build_release(
         orphan_verdicts=orphans,
         verdicts=outcomes,
     )
+
+
+def release_facts(version: str, config: Config) -> dict:
+    """What the report's stamp names: the release, the code and config it was built with, when, and its files."""
+    return {
+        "version": version,
+        "code_revision": code_revision(),
+        "config_digest": config_digest(config.to_dict()),
+        "built_at": build_date(),
+        "data_docs": "../" + DATA_DOCS_INDEX,  # relative to report/index.html
+        "manifest": "../manifest.json",
+    }
+
+
+def build_date() -> str:
+    """UTC time of the build, to the minute; ``SOURCE_DATE_EPOCH`` (the reproducible-builds convention) fixes it."""
+    from datetime import datetime, timezone
+
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    moment = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch.isdigit() else datetime.now(timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _with_meanings(gate_dict: dict, config: Config) -> dict:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,17 +31,19 @@ import polars as pl
 
 from pipeline import seeding
 from pipeline.release.churn import CHURN_COLUMNS, churn, churn_totals
+from pipeline.release.palette import object_colours
+from pipeline.release.plan_view import MAX_TICKS, ScenePlan, plan_svg, scene_plan
 from pipeline.scene.scan_notes import notes_html
 from pipeline.frames.budgets import frame_budgets
 from pipeline.qa.stats import baseline_rows
 
 VideoFile = Callable[[str], Path | None]  # video path relative to the output root -> local file, None if absent
-BOX_COLOURS = [(0, 200, 255), (80, 220, 0), (255, 120, 0), (200, 0, 255)]
+FramesOf = Callable[[list[str]], pl.DataFrame | None]  # scan keys -> their rows of the frames table (camera poses)
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#1d2330;max-width:1200px}
 h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #dde;padding-bottom:4px}
-table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ccd;padding:3px 8px;text-align:right}
+table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ccd;padding:3px 8px;text-align:right;vertical-align:top}
 th{background:#f2f4f8}td.l,th.l{text-align:left}.ok{color:#11772b}.bad{color:#b00020;font-weight:600}
 .charts{display:flex;flex-wrap:wrap;gap:16px}.chart{border:1px solid #e3e6ee;padding:6px;border-radius:4px}
 .chart h3{font-size:12px;margin:0 0 4px 0}.q{border:1px solid #e3e6ee;border-radius:4px;padding:10px;margin:12px 0}
@@ -48,6 +51,15 @@ th{background:#f2f4f8}td.l,th.l{text-align:left}.ok{color:#11772b}.bad{color:#b0
 .meta{color:#667;font-size:12px}.legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin-top:6px}
 .swatch{display:inline-block;width:12px;height:12px;border:2px solid;margin-right:4px;vertical-align:-2px}
 .dim{color:#889}
+.shot{position:relative;display:inline-block;width:240px;margin:0}.shot img{display:block;width:240px}
+.shot svg{position:absolute;left:1px;top:1px;width:240px;height:calc(100% - 2px)}
+.shot figcaption{position:absolute;right:4px;top:3px;font-size:11px;background:rgba(255,255,255,.8);padding:0 3px}
+.evidence{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}.evidence>div:last-child{flex:1;min-width:250px}
+.planbox{max-width:420px}
+.planbox svg.plan{border:1px solid #ccd;max-width:100%;height:auto}.plancap{font-size:12px;color:#445;margin:4px 0}
+.stamp{display:grid;grid-template-columns:max-content auto;gap:2px 14px;font-size:13px;background:#f6f7fa;
+border:1px solid #e3e6ee;border-radius:4px;padding:8px 12px;margin:8px 0}.stamp dt{color:#667}.stamp dd{margin:0}
+code{font-size:12px}
 """
 
 # What a sample with no named object is about, so the reviewer knows why no box is drawn.
@@ -62,29 +74,50 @@ def _esc(x) -> str:
     return html.escape(str(x))
 
 
+_NUMBER = re.compile(r"(<b>)?[-+]?(\d[\d,]*(\.\d+)?|\.\d+)%?(</b>)?|n/a")
+
+
+def _numeric(cell) -> bool:
+    return isinstance(cell, (int, float)) or bool(_NUMBER.fullmatch(str(cell)))
+
+
+def _number_column(cells: list) -> bool:
+    """Every filled cell a number or a percentage, and at least one filled (an empty column is a text column)."""
+    filled = [c for c in cells if str(c) != ""]
+    return bool(filled) and all(_numeric(c) for c in filled)
+
+
 def _table(headers: list[str], rows: Iterable[list], left: int = 1) -> str:
-    head = "".join(f'<th class="{"l" if i < left else ""}">{_esc(h)}</th>' for i, h in enumerate(headers))
-    body = "".join(
-        "<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{c}</td>' for i, c in enumerate(r)) + "</tr>"
-        for r in rows
-    )
+    """A table whose text columns are left-aligned and whose number columns are right-aligned (the first ``left``
+    columns are always left-aligned)."""
+    rows = [list(r) for r in rows]
+    text = [i < left or not _number_column([r[i] for r in rows if i < len(r)]) for i in range(len(headers))]
+    cls = lambda i: "l" if i >= len(text) or text[i] else ""  # noqa: E731
+    head = "".join(f'<th class="{cls(i)}">{_esc(h)}</th>' for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(f'<td class="{cls(i)}">{c}</td>' for i, c in enumerate(r)) + "</tr>" for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def bar_chart_svg(labels: list[str], values: list[float], title: str, width: int = 260, height: int = 140) -> str:
-    """A small labelled bar chart as inline SVG."""
+def bar_chart_svg(labels: list[str], values: list[float], title: str, width: int = 260, height: int = 150) -> str:
+    """A small bar chart as inline SVG, each bar labelled with its count (and its answer below, up to 12 bars)."""
     n = max(1, len(values))
     top = max(values) if values and max(values) > 0 else 1.0
     bar_w = (width - 20) / n
+    count_size = 9 if bar_w >= 14 else 7
     bars = []
     for i, (label, v) in enumerate(zip(labels, values)):
-        h = (height - 36) * (v / top)
+        h = (height - 44) * (v / top)
         x = 10 + i * bar_w
         y = height - 20 - h
         bars.append(
             f'<rect x="{x + 1:.1f}" y="{y:.1f}" width="{max(bar_w - 2, 1):.1f}" height="{h:.1f}" fill="#4a78c2">'
             f"<title>{_esc(label)}: {v:g}</title></rect>"
         )
+        if n <= 24:
+            bars.append(
+                f'<text class="count" x="{x + bar_w / 2:.1f}" y="{y - 3:.1f}" font-size="{count_size}" '
+                f'text-anchor="middle" fill="#1d2330">{v:g}</text>'
+            )
         if n <= 12:
             bars.append(
                 f'<text x="{x + bar_w / 2:.1f}" y="{height - 6}" font-size="9" text-anchor="middle">{_esc(label)}</text>'
@@ -190,8 +223,10 @@ class Shot:
     video: Path
     rank: int
     alt: str
-    boxes: list[tuple[int, tuple[int, int, int, int], tuple[int, int, int]]] = field(default_factory=list)
-    uri: str | None = None  # the drawn frame as a data URI, once shot; None: the frame could not be read
+    boxes: list[tuple[int, tuple[int, int, int, int], str]] = field(default_factory=list)  # (object, bbox, colour)
+    frame_index: int | None = None  # the source frame (marked on the plan); None for a room frame
+    uri: str | None = None  # the frame as a data URI, once shot; None: the frame could not be read
+    size: tuple[int, int] = (0, 0)  # the decoded frame's width and height (the boxes' pixel space)
 
 
 @dataclass
@@ -201,6 +236,7 @@ class GalleryItem:
     video: Path | None
     caption: str = ""
     shots: list[Shot] = field(default_factory=list)
+    plan: str = ""  # the top-down plan's HTML (plan_view), "" when the scan has nothing to draw
 
 
 def _frame_uri(image: np.ndarray) -> str:
@@ -208,19 +244,17 @@ def _frame_uri(image: np.ndarray) -> str:
     return "data:image/jpeg;base64," + base64.b64encode(buf.tobytes()).decode() if ok else ""
 
 
-def _css_colour(bgr: tuple[int, int, int]) -> str:
-    return f"rgb({bgr[2]},{bgr[1]},{bgr[0]})"
-
-
 def _legend(used: list[int], labels: dict[tuple[str, int], str], key: str, boxed: set[int]) -> str:
     """One swatch per named object, in its box colour, with its id and label; objects without a box say so."""
     items = []
-    for i, obj in enumerate(used):
-        colour = _css_colour(BOX_COLOURS[i % len(BOX_COLOURS)])
+    colours = object_colours(used)
+    for obj in dict.fromkeys(used):
+        colour = colours[obj]
         label = labels.get((key, obj), "")
         text = f"object {obj}" + (f": {label}" if label else "")
         note = "" if obj in boxed else ' <span class="dim">(in no frame shown)</span>'
-        items.append(f'<span><span class="swatch" style="border-color:{colour}"></span>{_esc(text)}{note}</span>')
+        items.append(f'<span data-object="{obj}"><span class="swatch" style="border-color:{colour}"></span>'
+                     f'{_esc(text)}{note}</span>')
     return f'<div class="legend"><b>Boxes:</b>{"".join(items)}</div>' if items else ""
 
 
@@ -263,12 +297,13 @@ def plan_item(
             .first()["frame_index"]
             .to_list()
         )
+        colours = object_colours(used)
         for frame_index in sorted(set(best))[:max_frames]:
             boxes = [
-                (obj["object_id"], tuple(obj["bbox"]), BOX_COLOURS[used.index(obj["object_id"]) % len(BOX_COLOURS)])
-                for obj in seen.filter(pl.col("frame_index") == frame_index).iter_rows(named=True)
+                (obj["object_id"], tuple(obj["bbox"]), colours[obj["object_id"]])
+                for obj in seen.filter(pl.col("frame_index") == frame_index).sort("object_id").iter_rows(named=True)
             ]
-            item.shots.append(Shot(video, rank_of[frame_index], f"frame {frame_index}", boxes))
+            item.shots.append(Shot(video, rank_of[frame_index], f"frame {frame_index}", boxes, frame_index=frame_index))
     return item
 
 
@@ -276,8 +311,8 @@ def shoot(shots: list[Shot]) -> None:
     """Decode, draw and encode every shot, video by video in frame order (``Shot.uri``).
 
     Each video is decoded once, forward, in rank order, whatever order the
-    questions show its frames in; a frame two questions show is decoded once
-    and drawn on a copy for each.
+    questions show its frames in; a frame two questions show is decoded and
+    encoded once per question showing it (the same bytes each time).
     """
     by_video: dict[str, list[Shot]] = {}
     for shot in shots:
@@ -291,11 +326,8 @@ def shoot(shots: list[Shot]) -> None:
                     last = (shot.rank, frames.read(Path(video), shot.rank))
                 if last[1] is None:
                     continue
-                image = last[1].copy()
-                for object_id, (x0, y0, x1, y1), colour in shot.boxes:
-                    cv2.rectangle(image, (x0, y0), (x1, y1), colour, 2)
-                    cv2.putText(image, str(object_id), (x0 + 3, y0 + 14), cv2.FONT_HERSHEY_SIMPLEX, 0.5, colour, 1)
-                shot.uri = _frame_uri(image)
+                shot.uri = _frame_uri(last[1])  # boxes are drawn over it in SVG (render_item), in legend colours
+                shot.size = (int(last[1].shape[1]), int(last[1].shape[0]))
         finally:
             frames.close()
 
@@ -305,7 +337,7 @@ def render_item(item: GalleryItem, labels: dict[tuple[str, int], str] | None = N
     row, used, video, caption = item.row, item.used, item.video, item.caption
     real = row["video_kind"] == "real"
     shown = [shot for shot in item.shots if shot.uri is not None]
-    images = [f'<img alt="{shot.alt}" src="{shot.uri}">' for shot in shown]
+    images = [_shot_html(shot) for shot in shown]
     boxed = {object_id for shot in shown for object_id, _, _ in shot.boxes}
     options = "<br>".join(_esc(o) for o in (row["options"] or []))
     if not real:
@@ -323,8 +355,26 @@ def render_item(item: GalleryItem, labels: dict[tuple[str, int], str] | None = N
         f'<div class="q"><div class="meta">{_esc(row["id"])} · {_esc(row["key"])} · budget {_esc(row["budget"])} · '
         f'{_esc(row["question_type"])} · video {_esc(row["video_kind"])} · objects {_esc(used)}</div>'
         f"<p>{_esc(row['question'])}</p><p>{options}</p><p><b>Answer:</b> {_esc(row['ground_truth'])}</p>"
-        f'<div class="frames">{frames_html}</div>{legend}{caption_html}</div>'
+        f'<div class="evidence">{item.plan}<div><div class="frames">{frames_html}</div>{legend}{caption_html}</div></div></div>'
     )
+
+
+def _shot_html(shot: Shot) -> str:
+    """The frame with its boxes drawn over it as SVG rectangles (crisp at any zoom, colours exactly the legend's)."""
+    width, height = shot.size
+    boxes = "".join(
+        f'<rect data-object="{obj}" x="{x0}" y="{y0}" width="{max(x1 - x0, 1)}" height="{max(y1 - y0, 1)}" fill="none" '
+        f'stroke="{colour}" stroke-width="{max(2, round(width / 160))}"/>'
+        f'<text x="{x0 + 3}" y="{y0 + max(12, round(width / 28))}" font-size="{max(12, round(width / 28))}" '
+        f'fill="{colour}" stroke="#fff" stroke-width="3" paint-order="stroke" font-weight="700">{obj}</text>'
+        for obj, (x0, y0, x1, y1), colour in shot.boxes
+    )
+    overlay = (
+        f'<svg viewBox="0 0 {width} {height}" preserveAspectRatio="none" font-family="system-ui,sans-serif">{boxes}</svg>'
+        if boxes and width else ""
+    )
+    caption = f"<figcaption>f{shot.frame_index}</figcaption>" if shot.frame_index is not None else ""
+    return f'<figure class="shot"><img alt="{shot.alt}" src="{shot.uri}">{overlay}{caption}</figure>'
 
 
 def render_report(
@@ -344,9 +394,14 @@ def render_report(
     previous_qa: pl.DataFrame | None = None,
     previous_version: str | None = None,
     sampler_validity: str = "",
+    release: dict | None = None,
+    frames_of: FramesOf | None = None,
 ) -> str:
-    """The page; ``sampler_validity`` is the frame samplers' validity section (``pipeline.sampling.validity``); ``verdicts`` are ``verdict_outcomes`` (each verdict, applied or why not), ``previous_qa`` the
-    qa table of the release this one follows (its churn is shown), ``previous_version`` its name."""
+    """The page; ``sampler_validity`` is the frame samplers' validity section (``pipeline.sampling.validity``);
+    ``verdicts`` are ``verdict_outcomes`` (each verdict, applied or why not), ``previous_qa`` the qa table of the
+    release this one follows (its churn is shown), ``previous_version`` its name, ``release`` what names the release
+    at the top (``release_stamp``), ``frames_of`` the camera poses of the sampled questions' scans when ``tables``
+    has no ``frames`` table (the plans' camera paths)."""
     qa = tables["qa"]
     budget_names = tuple(budgets or frame_budgets())  # the columns of every per-budget table
     frame_samples = tables.get("frame_samples", pl.DataFrame())
@@ -359,6 +414,7 @@ def render_report(
     parts.append(
         f"<h1>{_esc(title)}</h1><p class=meta>{qa.height} questions over {qa['key'].n_unique()} scans.{warned_text}</p>"
     )
+    parts.append(release_stamp(release, gate))
 
     # Counts per type and budget: real videos per budget, dummy videos apart (the charts count real videos only).
     types = sorted(qa.select("profile", "question_type").unique().iter_rows())  # distinct pairs: no list of every row
@@ -443,7 +499,9 @@ def render_report(
 
     # Gate results.
     if gate is not None:
-        parts.append("<h2>Expectations</h2><p class=meta>The same results with their details: data_docs/index.html.</p>")
+        docs = (release or {}).get("data_docs")
+        where = f'<a href="{_esc(docs)}">the Data Docs</a>' if docs else "data_docs/index.html"
+        parts.append(f"<h2>Expectations</h2><p class=meta>The same results with their details: {where}.</p>")
         rows = []
         for r in gate.get("results", []):
             status = '<span class="ok">pass</span>' if r["success"] else '<span class="bad">FAIL</span>'
@@ -485,9 +543,128 @@ def render_report(
                           shown_objects["category"].to_list()))
     items = [plan_item(row, video_file, frame_samples, visibility, frames_per_question) for row in samples]
     shoot([shot for item in items for shot in item.shots])
+    attach_plans(items, tables, frame_samples, shown, frames_of)
     parts.extend(render_item(item, labels) for item in items)
     parts.append("</body></html>")
     return "".join(parts)
+
+
+STAMP_START, STAMP_END = "<!-- release stamp -->", "<!-- /release stamp -->"
+
+
+def release_stamp(release: dict | None, gate: dict | None) -> str:
+    """What names this release, first on the page: version, code revision, config digest, build date, gate verdict
+    and links to the Data Docs and the manifest (paths relative to the report, so the links work wherever the
+    release folder is copied).
+
+    It sits between ``STAMP_START`` and ``STAMP_END``: the build bench compares two builds' reports without it
+    (their code revision and date differ; the rest of the page must be the same bytes).
+    """
+    if not release and gate is None:
+        return ""
+    release = release or {}
+    rows = []
+    if release.get("version"):
+        rows.append(("release", f"<code>{_esc(release['version'])}</code>"))
+    if release.get("code_revision"):
+        rows.append(("code revision", f"<code>{_esc(release['code_revision'])}</code>"))
+    if release.get("config_digest"):
+        rows.append(("config digest", f"<code>{_esc(release['config_digest'])}</code> (sha256 of the manifest's config)"))
+    if release.get("built_at"):
+        rows.append(("built", _esc(release["built_at"])))
+    if gate is not None:
+        results = gate.get("results", [])
+        failed = sum(not r["success"] for r in results)
+        verdict = (f'<span class="ok">passed</span>: all {len(results)} expectations hold' if gate.get("success")
+                   else f'<span class="bad">FAILED</span>: {failed} of {len(results)} expectations fail')
+        rows.append(("quality gate", verdict))
+    links = [(text, href) for text, href in (("Data Docs", release.get("data_docs")), ("manifest.json", release.get("manifest"))) if href]
+    if links:
+        rows.append(("files", " · ".join(f'<a href="{_esc(href)}">{_esc(text)}</a>' for text, href in links)))
+    body = "".join(f"<dt>{_esc(k)}</dt><dd>{v}</dd>" for k, v in rows)
+    return f'{STAMP_START}<dl class="stamp">{body}</dl>{STAMP_END}'
+
+
+def without_stamp(page: str) -> str:
+    """The report page without its release stamp (for comparing two builds of the same release)."""
+    start, end = page.find(STAMP_START), page.find(STAMP_END)
+    return page if start < 0 or end < 0 else page[:start] + page[end + len(STAMP_END):]
+
+
+def _answer_text(row: dict) -> str:
+    """The answer as the option text (``"left"``), not its letter: the plan shades the answer's sector or segment."""
+    truth = str(row["ground_truth"])
+    for option in row["options"] or []:
+        letter, _, text = option.partition(". ")
+        if letter == truth and text:
+            return text
+    return truth
+
+
+def attach_plans(
+    items: list[GalleryItem],
+    tables: dict[str, pl.DataFrame],
+    frame_samples: pl.DataFrame,
+    keys: list[str],
+    frames_of: FramesOf | None,
+) -> None:
+    """Each sample question's top-down plan (``GalleryItem.plan``), drawn from its scan's rooms, objects and poses.
+
+    Only the sampled questions' scans are read, each scan's footprints and poses once for all its questions.
+    """
+    def of_keys(df: pl.DataFrame | None) -> pl.DataFrame:
+        if df is None or "key" not in df.columns:
+            return pl.DataFrame({"key": []}, schema={"key": pl.String})
+        return df.filter(pl.col("key").is_in(keys))
+
+    def by_key(df: pl.DataFrame | None) -> dict[str, pl.DataFrame]:  # split once: a filter per item costs more
+        df = of_keys(df)
+        return {k: part for (k,), part in df.partition_by("key", as_dict=True).items()} if df.height else {}
+
+    objects, rooms = by_key(tables.get("objects")), by_key(tables.get("rooms"))
+    frames = tables.get("frames")
+    if frames is None and frames_of is not None and keys:
+        frames = frames_of(keys)
+    frames = by_key(frames)
+    budgets: dict[tuple[str, str], list[int]] = {}
+    if {"key", "budget", "frame_index"} <= set(frame_samples.columns):
+        for (key, budget), part in of_keys(frame_samples).partition_by(["key", "budget"], as_dict=True).items():
+            budgets[(key, budget)] = part["frame_index"].to_list()
+    empty = pl.DataFrame()
+    scenes: dict[str, ScenePlan] = {}
+    for item in items:
+        key = item.row["key"]
+        if key not in scenes:
+            scenes[key] = scene_plan(objects.get(key, empty), rooms.get(key, empty), frames.get(key, empty))
+        item.plan = plan_html(item, scenes[key], budgets.get((key, item.row["budget"]), []))
+
+
+def plan_html(item: GalleryItem, scene: ScenePlan, budget_frames: list[int]) -> str:
+    """The plan of one sample question with its caption; "" when its scan has no room, object or pose to draw."""
+    row = item.row
+    try:
+        geometry = json.loads(row["geometry"]) if row.get("geometry") else {}
+    except (TypeError, ValueError):
+        geometry = {}
+    if not isinstance(geometry, dict):
+        geometry = {}
+    if row["options"]:
+        geometry.setdefault("correct", _answer_text(row))
+    real = row["video_kind"] == "real"
+    shown = [s.frame_index for s in item.shots if s.frame_index is not None and s.uri is not None]
+    svg, caption = plan_svg(scene, item.used, geometry, object_colours(item.used), budget_frames if real else [], shown)
+    if not svg:
+        return ""
+    path = ""
+    if scene.camera_xy:
+        ticks = " with ticks" if len(budget_frames) <= MAX_TICKS else ""
+        path = (f" Grey: the camera path; dots{ticks}: the {len(budget_frames)} frames of budget {row['budget']}"
+                + (" (tick: where the camera looks)" if ticks else "") + ("; rings: the frames shown here" if shown else "") + "."
+                if real else " Grey: the camera path (this dummy video shows none of its frames).")
+    legend = ("Seen from above (x right, y up): floor polygon, every object's footprint (grey), the question's objects "
+              "in their box colours." + path)
+    return (f'<div class="planbox"><div class="meta"><b>Plan</b></div>{svg}'
+            f'<p class="plancap">{_esc(caption)} {_esc(legend)}</p></div>')
 
 
 def verdicts_section(outcomes: list[dict]) -> str:

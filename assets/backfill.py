@@ -37,6 +37,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from dagster._core.storage.tags import AUTO_RETRY_RUN_ID_TAG, WILL_RETRY_TAG
+
 from assets.backfill_progress import (
     DATASET_WIDE,
     FAILED,
@@ -44,7 +46,9 @@ from assets.backfill_progress import (
     RETRYING,
     RunChains,
     ScanState,
+    can_gain_a_retry,
     judge,
+    retry_refusal,
 )
 from assets.celery import DATASET_JOB_CELERY, SCAN_JOB_CELERY
 from assets.instance_calls import DEFAULT_PATIENCE_S, DatabaseGone, Patience
@@ -186,13 +190,16 @@ class Follower:
     """Follows the newest run of each key among the runs tagged ``tags`` until every key is done."""
 
     def __init__(self, instance: dg.DagsterInstance, patience: Patience, tags: dict[str, str], keys: list[str],
-                 backfill_id: str | None = None):
+                 backfill_id: str | None = None, clock=time.time):
         self.instance, self.patience, self.tags, self.keys = instance, patience, tags, keys
         self.backfill_id = backfill_id
+        self.clock = clock
+        self.refusals: dict[str, str] = {}  # run id -> the retry daemon's reason for not retrying it
         self.chains = RunChains(keys)
         self.states: dict[str, ScanState] = {}
         self.errors: dict[str, str] = {}
         self.reported_failures: set[str] = set()
+        self.reopened: list[str] = []  # keys judged failed whose retry came after all
         self.retries_enabled = instance.run_retries_enabled
         self.last_full_read = 0.0
 
@@ -218,16 +225,51 @@ class Follower:
             note = f"backfill {backfill.status.value}: {backfill.error.message.strip().splitlines()[0]}"
         return backfill.status in BULK_ACTION_TERMINAL_STATUSES, note
 
+    def refusal(self, record, ended: bool) -> str:
+        """The retry daemon's refusal to retry the record's run, read once the backfill ended (its usual cause)."""
+        if record is None or not ended:
+            return ""
+        run = record.dagster_run
+        if run.status != dg.DagsterRunStatus.FAILURE or run.tags.get(WILL_RETRY_TAG) != "true" or run.tags.get(
+                AUTO_RETRY_RUN_ID_TAG):
+            return ""
+        if run.run_id not in self.refusals:
+            found = self.patience.call(lambda: retry_refusal(self.instance, run.run_id), "read a run's retry decision")
+            if not found:
+                return ""
+            self.refusals[run.run_id] = found
+        return self.refusals[run.run_id]
+
+    def settled(self, key: str) -> bool:
+        """Done for good: built, canceled, or failed with no retry that could still come (nor one already read)."""
+        state, record = self.states.get(key), self.chains.latest.get(key)
+        if state is None or not state.done:
+            return False
+        if record is not None and record.dagster_run.run_id != state.run_id:
+            return False  # a newer run of the key came in since it was judged
+        return not can_gain_a_retry(state, record)
+
     def poll(self) -> list[ScanState]:
-        """Read the runs once; returns the keys that became done, in the order they became so."""
+        """Read the runs once; returns the keys that became done, in the order they became so. A key judged
+        failed while its run could still gain a retry is judged again: if the retry came after all, it is not
+        done any more (``reopened``) and is followed to its end."""
         ended, note = self.patience.call(self._read, "read the runs")
-        now = time.time()
+        now = self.clock()
         newly_done = []
         for key in self.keys:
-            if key in self.states and self.states[key].done:
+            if self.settled(key):
                 continue
-            state = judge(key, self.chains.latest.get(key), now=now, retries_enabled=self.retries_enabled,
-                          backfill_ended=ended, backfill_note=note)
+            previous = self.states.get(key)
+            record = self.chains.latest.get(key)
+            state = judge(key, record, now=now, retries_enabled=self.retries_enabled,
+                          backfill_ended=ended, backfill_note=note, refusal=self.refusal(record, ended))
+            if previous is not None and previous.done:
+                if state.run_id == previous.run_id:
+                    self.states[key] = state  # the same run's verdict, perhaps with the daemon's reason now
+                    continue
+                self.reopened.append(key)
+                say(f"  {key}: retried after all (run {(state.run_id or '?')[:8]})"
+                    + ("" if state.done else ": following it"))
             if state.run_id and state.state in (FAILED, RETRYING) and state.run_id not in self.errors:
                 run_id = state.run_id
                 self.errors[run_id] = self.patience.call(lambda: stored_run_failure(self.instance, run_id), "read a run's error")
@@ -256,12 +298,11 @@ class Follower:
 
     def follow(self, deadline: float, label=lambda key: key) -> bool:
         """Print a line per key as it becomes done; False when ``deadline`` (monotonic) came first."""
-        done = 0
         while True:
             for state in self.poll():
-                done += 1
+                done = sum(s.done for s in self.states.values())
                 say(f"[{done}/{len(self.keys)}] {label(state.key)} ... {self.describe(state)}")
-            if done == len(self.keys):
+            if len(self.states) == len(self.keys) and all(s.done for s in self.states.values()):
                 return True
             if time.monotonic() > deadline:
                 return False
@@ -376,6 +417,11 @@ def backfill(args: argparse.Namespace, config, keys: list[str], patience: Patien
         if not dataset.follow(deadline):
             return timed_out(dataset, args.timeout, scans)
         dataset_ok = dataset.states[DATASET_WIDE].ok
+        late = read_late_retries(scans)
+        if late:
+            say(f"{len(late)} scan{'s' if len(late) != 1 else ''} judged failed got a retry after the dataset-wide "
+                f"run was queued: {', '.join(late[:5])}")
+            ok = [k for k in keys if scans.states[k].ok]
     for line in output_summary(config):
         say(line)
     release = latest_release(config) if dataset_ok else None
@@ -394,6 +440,14 @@ def backfill(args: argparse.Namespace, config, keys: list[str], patience: Patien
         for line in missing:
             say(line)
     return 0 if dataset_ok and not missing and not failed else 1
+
+
+def read_late_retries(scans: Follower) -> list[str]:
+    """Read the scans' runs once more after the dataset-wide run: the keys whose retry came late (see ``poll``),
+    so the exit status and the missing lines say where those scans stand now."""
+    before = len(scans.reopened)
+    scans.poll()
+    return scans.reopened[before:]
 
 
 def timed_out(follower: Follower, timeout: float, scans: Follower | None = None) -> int:

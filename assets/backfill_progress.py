@@ -16,7 +16,13 @@ of its runs is in progress, and the retry daemon does not retry runs of a
 completed backfill. A run that failed last, while its retry was not yet
 launched, is therefore never retried although it says ``will_retry=true``;
 ``judge`` calls it failed once the backfill has ended and the retry daemon
-had ``DECISION_GRACE_S`` to act.
+said so (its "Not retrying run ..." engine event on the run, ``retry_refusal``),
+or, if the daemon never got to it, once it had ``DECISION_GRACE_S`` to act.
+The two daemons race, though: a retry the daemon decided on just before the
+backfill was marked completed is launched after it (without the backfill's
+tags, with ours), so a failed state is never final while the run can still
+gain a retry: the driver judges such scans again on every read
+(``can_gain_a_retry``).
 """
 
 from __future__ import annotations
@@ -96,9 +102,32 @@ class RunChains:
                 and r.dagster_run.tags.get(WILL_RETRY_TAG) != "false"]
 
 
+def retry_refusal(instance, run_id: str) -> str:
+    """The retry daemon's reason for not retrying a run it had marked ``will_retry=true`` ("" when it gave none):
+    it records it as an engine event on the run (Dagster 1.13, ``auto_run_reexecution.should_retry``)."""
+    from dagster import DagsterEventType
+
+    records = instance.get_records_for_run(run_id, of_type=DagsterEventType.ENGINE_EVENT).records
+    for entry in (r.event_log_entry for r in records):
+        message = (entry.dagster_event.message if entry.dagster_event else None) or entry.user_message or ""
+        if message.startswith(REFUSAL_PREFIX):
+            return message.removeprefix(REFUSAL_PREFIX).strip().rstrip(".")
+    return ""
+
+
+REFUSAL_PREFIX = "Not retrying run since it"
+
+
+def can_gain_a_retry(state: ScanState, record: RunRecord | None) -> bool:
+    """A failed scan whose run said ``will_retry=true``: the daemon may still launch its retry (see the module)."""
+    return (state.state == FAILED and record is not None
+            and record.dagster_run.tags.get(WILL_RETRY_TAG) == "true")
+
+
 def judge(key: str, record: RunRecord | None, *, now: float, retries_enabled: bool, backfill_ended: bool,
-          backfill_note: str = "") -> ScanState:
-    """The state of one scan from its newest run; ``now`` is a Unix time comparable with the record's update time."""
+          backfill_note: str = "", refusal: str = "") -> ScanState:
+    """The state of one scan from its newest run; ``now`` is a Unix time comparable with the record's update time;
+    ``refusal`` is the retry daemon's stated reason for not retrying that run (``retry_refusal``)."""
     if record is None:
         if backfill_ended:
             return ScanState(key, NOT_BUILT, True, note=backfill_note or "the backfill created no run for it")
@@ -116,6 +145,8 @@ def judge(key: str, record: RunRecord | None, *, now: float, retries_enabled: bo
     if run.tags.get(AUTO_RETRY_RUN_ID_TAG):
         return ScanState(key, RETRYING, False, run.run_id, retries, "its retry run was launched")
     if will_retry == "true":
+        if refusal:
+            return ScanState(key, FAILED, True, run.run_id, retries, f"not retried: it {refusal}")
         if backfill_ended and waited > DECISION_GRACE_S:
             return ScanState(key, FAILED, True, run.run_id, retries,
                              "not retried: the backfill had ended before the retry daemon acted")

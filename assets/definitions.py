@@ -10,7 +10,9 @@ that each uses the machine's cores through its libraries, so Dagster's default
 multiprocess executor only started one process per step to fight over the same
 cores. How many runs go at once is the instance's run queue
 (``assets.demo_instance`` writes it for the demo; ``deploy/dagster.yaml`` for a
-deployment); the Celery jobs (``assets.celery``) keep their own executor.
+deployment); the Celery jobs (``assets.celery``) keep their own executor, and a
+deployment with ``SCAN2QA_EXECUTOR=celery`` makes Celery the default for the
+runs no named job holds (UI materializations, automation: ``assets.deployment``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import dagster as dg
 from assets import frames, membership, pinpoint, qa, release, sampled, scene, table_checks, visibility
 from assets.catalog import with_config_versions
 from assets.celery import build_celery_jobs
+from assets.deployment import default_executor
 from assets.jobs import build_jobs
 from assets.retention import RETENTION_JOBS, RETENTION_SCHEDULES
 from assets.schedules import weekly_full_rebuild
@@ -39,5 +42,5 @@ defs = dg.Definitions(
     sensors=build_sensors(all_assets),
     schedules=[weekly_full_rebuild, *RETENTION_SCHEDULES],
     resources=default_resources(),
-    executor=dg.in_process_executor,
+    executor=default_executor(),
 )

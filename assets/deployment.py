@@ -1,8 +1,12 @@
 """Choices a deployment makes through its environment, read when the code location loads.
 
 - ``SCAN2QA_EXECUTOR``: ``in_process`` (default) or ``celery`` — which jobs the
-  sensors and the schedule request, so a cluster's automatic rebuilds run on
-  its Celery workers while a laptop's run in the run worker.
+  sensors and the schedule request, and the code location's default executor:
+  the one of every run of an asset selection no named job holds (a partition
+  materialized from an asset's page, the ``dataset_automation`` sensor's
+  dataset-wide runs). So a cluster's automatic rebuilds and UI reruns run on
+  its Celery workers while a laptop's run in the run worker; ``scan_job`` and
+  ``dataset_job`` stay in-process either way.
 - ``SCAN2QA_AUTOMATION``: ``running`` (default) or ``stopped`` — whether the
   sensors and the schedule start with the daemon. A deployment driven by
   backfills (``scan2qa backfill``, ``make cluster-demo``) starts them stopped;
@@ -17,7 +21,7 @@ import os
 
 import dagster as dg
 
-from assets.celery import DATASET_JOB_CELERY, SCAN_JOB_CELERY
+from assets.celery import DATASET_JOB_CELERY, SCAN_JOB_CELERY, celery_environment_defaults, scan2qa_celery_executor
 from assets.env_values import env_seconds
 from assets.jobs import DATASET_JOB, SCAN_JOB
 
@@ -43,6 +47,14 @@ def sensor_scan_job() -> str:
 
 def sensor_dataset_job() -> str:
     return DATASET_JOB_CELERY if requested_executor() == "celery" else DATASET_JOB
+
+
+def default_executor() -> dg.ExecutorDefinition:
+    """The executor of runs no named job holds (``Definitions(executor=...)``: the implicit asset job)."""
+    if requested_executor() != "celery":
+        return dg.in_process_executor
+    celery_environment_defaults()
+    return scan2qa_celery_executor()
 
 
 def sensor_interval(default: int) -> int:

@@ -34,14 +34,15 @@ def build_jobs(
     assets: Sequence[object], suffix: str = "", executor_def: dg.ExecutorDefinition | None = None, how: str = ""
 ) -> list[dg.UnresolvedAssetJobDefinition]:
     """The per-scan job and (when there are dataset-wide assets) the dataset job; ``suffix`` names a variant
-    with another executor (``assets.celery``). Dataset runs are tagged so the run queue can limit them; both
+    with another executor (``assets.celery``); without one a job runs in-process whatever the code location's
+    default executor (``assets.deployment``). Dataset runs are tagged so the run queue can limit them; both
     carry ``assets.run_policy``'s limits for run monitoring and run retries."""
     jobs = [
         dg.define_asset_job(
             SCAN_JOB + suffix,
             selection=dg.AssetSelection.assets(*per_scan_keys(assets)),
             partitions_def=scan_partitions,
-            executor_def=executor_def,
+            executor_def=executor_def or dg.in_process_executor,
             tags=scan_run_tags(),
             description=f"Materialize every per-scan asset for one scan partition{how}.",
         )
@@ -51,7 +52,7 @@ def build_jobs(
             dg.define_asset_job(
                 DATASET_JOB + suffix,
                 selection=dg.AssetSelection.assets(*dataset_wide_keys(assets)),
-                executor_def=executor_def,
+                executor_def=executor_def or dg.in_process_executor,
                 tags={"scan2qa/phase": "dataset", **dataset_run_tags()},
                 description=f"Materialize the dataset-wide assets from every scan partition that exists{how}.",
             )

@@ -1,7 +1,7 @@
 """Weekly full rebuild: re-run every registered scan partition.
 
 Run keys carry the scheduled time so each week's rebuild is distinct; the
-dataset-wide assets follow through the ``dataset_refresh`` sensor once the scan
+dataset-wide assets follow through the ``dataset_automation`` sensor once the scan
 runs have finished. ``SCAN2QA_EXECUTOR=celery`` makes it request the Celery job (``assets.deployment``).
 """
 

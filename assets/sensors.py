@@ -6,10 +6,12 @@ known ones in a rotation kept in the cursor (at most
 ``discovery.max_scans_per_tick`` scans or ``discovery.max_seconds_per_tick``
 seconds per tick, so a tick stays inside Dagster's evaluation limit however
 large the root is), and requests runs only for scans that are new or whose
-files changed. Run keys include the fingerprint, so a re-evaluated tick never
-launches a duplicate. A scan the cursor does not know yet (the first tick
-after ``make demo``, or a cursor reset) is not rebuilt when its latest
-``scans`` materialization recorded the same fingerprint: ``scan2qa build``
+files changed. Run keys include the fingerprint and the cursor the evaluation
+started from, so a re-evaluated tick never launches a duplicate and a scan whose
+files return to an earlier state still runs. A scan the cursor does not know yet
+(the first tick after ``make demo``, or a cursor reset) is not rebuilt when its
+latest ``scans`` materialization recorded the same fingerprint and its latest run
+succeeded: ``scan2qa build``
 tags each scan's run with the fingerprint discovery took (``FINGERPRINT_TAG``)
 and the ``scene`` step records it, so the sensor recognises what the demo
 already built. Both sensors start running with the daemon (``dagster dev``):
@@ -23,6 +25,7 @@ the Celery jobs instead of the in-process ones; ``SCAN2QA_AUTOMATION=stopped``
 starts them stopped (``assets.deployment``).
 """
 
+import hashlib
 from collections.abc import Sequence
 
 import dagster as dg
@@ -57,9 +60,11 @@ def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource
     registered = set(context.instance.get_dynamic_partitions(scan_partitions.name))
     new_keys = [key for key, _ in tick.scans if key not in registered]
     built = [key for key, _, fingerprint in tick.changed
-             if key in registered and built_fingerprint(context.instance, key) == fingerprint]
+             if key in registered and built_fingerprint(context.instance, key) == fingerprint
+             and latest_run_succeeded(context.instance, key)]
+    evaluation = evaluation_id(context.cursor)
     run_requests = [
-        dg.RunRequest(partition_key=key, run_key=f"{key}@{fingerprint}",
+        dg.RunRequest(partition_key=key, run_key=f"{key}@{fingerprint}#{evaluation}",
                       tags={SOURCE_TAG: uri, FINGERPRINT_TAG: fingerprint})
         for key, uri, fingerprint in tick.changed
         if key not in built
@@ -77,6 +82,21 @@ def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource
         dynamic_partitions_requests=[scan_partitions.build_add_request(new_keys)] if new_keys else [],
         cursor=cursor,
     )
+
+
+def evaluation_id(cursor: str | None) -> str:
+    """Names the cursor this evaluation started from: a run key is unique to one scan, one fingerprint and one
+    evaluation, so an evaluation retried from the same cursor (a daemon that died mid-tick) launches nothing twice,
+    while files that return to an earlier fingerprint (a repaired mesh re-uploaded with its old bytes: same S3
+    ETag) still get a run; Dagster never launches a run key a sensor has used before."""
+    return hashlib.sha256((cursor or "").encode()).hexdigest()[:12]
+
+
+def latest_run_succeeded(instance: dg.DagsterInstance, key: str) -> bool:
+    """Whether the partition's latest run ended well: after a failed rerun, files back at the fingerprint of the
+    last good build are a repair to build again, not a scan already built."""
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": key}), limit=1)
+    return not runs or runs[0].status == dg.DagsterRunStatus.SUCCESS
 
 
 def built_fingerprint(instance: dg.DagsterInstance, key: str) -> str | None:

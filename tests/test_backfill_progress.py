@@ -8,6 +8,7 @@ down.
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 from types import SimpleNamespace
 
@@ -124,3 +125,67 @@ def test_patience_gives_up_in_one_line_and_lets_other_errors_through():
     with pytest.raises(sqlalchemy.exc.ProgrammingError):
         patience.call(broken)
     assert is_unreachable(refused()) and "Connection refused" in reason(refused())
+
+
+class Runs:
+    """Runs of one backfill batch in an ephemeral instance, with the tags the backfill daemon and the retry daemon
+    give them (Dagster's own constants)."""
+
+    def __init__(self, instance):
+        self.instance = instance
+
+    def add(self, key: str, status: dg.DagsterRunStatus, **tags: str) -> str:
+        from dagster._core.storage.dagster_run import DagsterRun
+        from dagster._core.utils import make_new_run_id
+
+        from assets.backfill import BATCH_TAG
+
+        run_id = make_new_run_id()
+        self.instance.add_run(DagsterRun(job_name="scan_job", run_id=run_id, status=status,
+                                         tags={BATCH_TAG: "b1", PARTITION_NAME_TAG: key, **tags}))
+        return run_id
+
+    def end(self, run_id: str, event_type: dg.DagsterEventType) -> None:
+        run = self.instance.get_run_by_id(run_id)
+        self.instance.report_dagster_event(dg.DagsterEvent(event_type.value, job_name=run.job_name), run_id=run_id)
+
+
+def test_a_retry_launched_after_the_backfill_ended_is_followed_and_a_refused_one_named(capsys):
+    """Dagster's retry daemon and backfill daemon race: a retry decided just before the backfill was marked
+    completed is launched after it, without the backfill's tags; the driver must follow it even if it had judged
+    the scan failed meanwhile. A retry the daemon refused is failed at once, with the daemon's reason."""
+    from assets.backfill import BATCH_TAG, Follower
+    from dagster._core.storage.tags import BACKFILL_ID_TAG
+
+    late, refused, built = (f"synthetic/synth000{i}_00" for i in range(3))
+    with dg.instance_for_test() as instance:
+        runs = Runs(instance)
+        gone = {BACKFILL_ID_TAG: "ended", WILL_RETRY_TAG: "true"}  # no such backfill: ended, for the driver
+        first = runs.add(late, dg.DagsterRunStatus.FAILURE, **gone)
+        declined = runs.add(refused, dg.DagsterRunStatus.FAILURE, **gone)
+        instance.report_engine_event("Not retrying run since it is part of a backfill that is in a terminal state "
+                                     "(completed_failed).", instance.get_run_by_id(declined))
+        runs.add(built, dg.DagsterRunStatus.SUCCESS)
+        clock = [time.time()]
+        scans = Follower(instance, Patience(30), {BATCH_TAG: "b1"}, [late, refused, built], "ended",
+                         clock=lambda: clock[0])
+
+        done = {s.key: s for s in scans.poll()}
+        assert set(done) == {refused, built} and done[built].ok
+        assert "terminal state (completed_failed)" in done[refused].note
+        assert scans.states[late].state == "retrying" and not scans.states[late].done
+        clock[0] += DECISION_GRACE_S + 1  # the daemon said nothing for a minute: failed, for now
+        assert [s.key for s in scans.poll()] == [late] and scans.states[late].state == "failed"
+
+        retry = runs.add(late, dg.DagsterRunStatus.STARTED, **{PARENT_RUN_ID_TAG: first, ROOT_RUN_ID_TAG: first,
+                                                                RETRY_NUMBER_TAG: "1"})
+        instance.add_run_tags(first, {AUTO_RETRY_RUN_ID_TAG: retry})
+        assert scans.poll() == [] and scans.reopened == [late]
+        assert not scans.states[late].done and scans.states[late].run_id == retry
+        runs.end(retry, dg.DagsterEventType.RUN_SUCCESS)
+        assert scans.follow(time.monotonic() + 60)
+        assert scans.states[late].ok and scans.states[late].retries == 1
+        assert scans.states[refused].state == "failed"
+    printed = capsys.readouterr().out
+    assert f"{late}: retried after all (run {retry[:8]}): following it" in printed
+    assert f"[3/3] {late} ... ok" in printed and "after 1 retry" in printed

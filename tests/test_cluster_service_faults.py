@@ -28,7 +28,7 @@ import time
 import pytest
 
 from deploy.local_cluster import LocalCluster
-from tests.test_cluster import deployment_environment, digests, require_services, scan2qa
+from tests.test_cluster import assert_matches_local_build, deployment_environment, require_services, scan2qa
 
 pytestmark = pytest.mark.cluster
 
@@ -93,23 +93,7 @@ def assert_complete_and_identical_or_named(cluster: LocalCluster, tmp_path, prin
     assert released >= set(KEYS), (sorted(released), printed)
     assert f"summary: {SCENES} ok, 0 failed" in printed, printed
 
-    import yaml
-    from fsspec.implementations.local import LocalFileSystem
-
-    from pipeline.storage import upath
-
-    local = tmp_path / "local"
-    config = tmp_path / "local.yaml"
-    config.write_text(yaml.safe_dump({"scans_root": cluster.uri("scans"), "output_root": str(local),
-                                      "storage_options": cluster.storage_options}))
-    env = {k: v for k, v in cluster.environment().items() if not k.startswith("DAGSTER_")}
-    build = scan2qa("build", "--config", str(config), "--workers", "2", env=env)
-    built, _ = build.communicate(timeout=900)
-    assert build.returncode == 0, f"scan2qa build exited {build.returncode}:\n{built}"
-    bucket = upath(cluster.uri("out"), cluster.storage_options)
-    remote = digests(bucket.fs, f"{cluster.bucket}/out/tables")
-    assert remote and remote == digests(LocalFileSystem(), str(local / "tables"))
-    assert (bucket / "releases" / "LATEST").read_text().strip() == (local / "releases" / "LATEST").read_text().strip()
+    assert_matches_local_build(cluster, tmp_path)
     return "complete"
 
 

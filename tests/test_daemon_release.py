@@ -12,6 +12,7 @@ waits on the instance or the release pointer, never on a fixed sleep.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -48,12 +49,16 @@ def wait_for(predicate, what: str, timeout: float, daemon: subprocess.Popen, log
 
 
 class Release:
-    def __init__(self, out: Path):
+    """The releases under an output root: a local ``Path`` or a ``UPath`` in a bucket (the Celery deployment)."""
+
+    def __init__(self, out):
         self.releases = out / "releases"
 
     def latest(self) -> str | None:
-        pointer = self.releases / "LATEST"
-        return pointer.read_text().strip() if pointer.exists() else None
+        try:
+            return (self.releases / "LATEST").read_text().strip()
+        except FileNotFoundError:
+            return None
 
     def manifest(self, version: str) -> dict:
         return json.loads((self.releases / version / "manifest.json").read_text())
@@ -61,15 +66,48 @@ class Release:
     def report(self, version: str) -> str:
         return (self.releases / version / "report" / "index.html").read_text()
 
-    def scans(self, version: str) -> set[str]:
+    def table(self, version: str, name: str):
         import polars as pl
 
-        return set(pl.read_parquet(self.releases / version / "tables" / "scans.parquet")["key"])
+        return pl.read_parquet(io.BytesIO((self.releases / version / "tables" / f"{name}.parquet").read_bytes()))
+
+    def scans(self, version: str) -> set[str]:
+        return set(self.table(version, "scans")["key"])
 
     def qa_ids(self, version: str) -> set[str]:
-        import polars as pl
+        return set(self.table(version, "qa")["id"])
 
-        return set(pl.read_parquet(self.releases / version / "tables" / "qa.parquet")["id"])
+
+def assert_names_failed_scan(release: Release, version: str, key: str, error_part: str, scenes: int) -> None:
+    """The release leaves ``key`` out and names it, with its error, in the manifest and the report."""
+    manifest = release.manifest(version)
+    failed = {f["key"]: f for f in manifest["checks"]["excluded_scans"]["failed_scans"]}
+    assert set(failed) == {key}, failed
+    assert failed[key]["state"] == "failed" and error_part in failed[key]["error"], failed
+    assert key not in release.scans(version) and len(release.scans(version)) == scenes - 1
+    report = release.report(version)
+    assert key in report and error_part in report
+
+
+def holds_every_scan(release: Release, scenes: int):
+    """The latest release once it holds ``scenes`` scans and names no failed one."""
+    def check():
+        latest = release.latest()
+        if latest is None or len(release.scans(latest)) != scenes:
+            return None
+        return latest if release.manifest(latest)["checks"]["excluded_scans"]["failed_scans"] == [] else None
+    return check
+
+
+def excludes(release: Release, key: str):
+    """The latest release once it names ``key`` among its failed scans."""
+    def check():
+        latest = release.latest()
+        if latest is None:
+            return None
+        failed = release.manifest(latest)["checks"]["excluded_scans"]["failed_scans"]
+        return latest if key in {f["key"] for f in failed} else None
+    return check
 
 
 def new_release_after(release: Release, previous: str | None, moment: float):
@@ -122,11 +160,7 @@ def test_sensor_and_automation_alone_publish_exclude_and_restore(tmp_path, daemo
     try:
         with dg.DagsterInstance.get() as instance:
             # 1. Three scans dropped into the root: discovered, built, released, with nothing else done.
-            first = wait_for(release.latest, "the first automatic release", 900, daemon, log)
-            wait_for(lambda: len(release.scans(release.latest())) == SCENES, "a release of all three scans",
-                     600, daemon, log)
-            first = release.latest()
-            assert release.manifest(first)["checks"]["excluded_scans"]["failed_scans"] == []
+            first = wait_for(holds_every_scan(release, SCENES), "a release of all three scans", 1200, daemon, log)
             kept_ids = release.qa_ids(first)
 
             # 2. A reviewer rejects one question by editing the verdicts file only.
@@ -148,12 +182,7 @@ def test_sensor_and_automation_alone_publish_exclude_and_restore(tmp_path, daemo
             mesh.write_bytes(good[: len(good) // 3])
             excluded = wait_for(new_release_after(release, reviewed, moment), "a release without the broken scan",
                                 600, daemon, log)
-            manifest = release.manifest(excluded)
-            failed = {f["key"]: f for f in manifest["checks"]["excluded_scans"]["failed_scans"]}
-            assert set(failed) == {BROKEN}, failed
-            assert failed[BROKEN]["state"] == "failed" and "_vh_clean_2.ply" in failed[BROKEN]["error"], failed
-            assert BROKEN not in release.scans(excluded) and len(release.scans(excluded)) == SCENES - 1
-            assert BROKEN in release.report(excluded) and "_vh_clean_2.ply" in release.report(excluded)
+            assert_names_failed_scan(release, excluded, BROKEN, "_vh_clean_2.ply", SCENES)
             runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": BROKEN}))
             assert runs[0].status == dg.DagsterRunStatus.FAILURE, [r.status for r in runs]
 

@@ -9,6 +9,7 @@ same file.)
 import shutil
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,6 +107,23 @@ def test_deployment_switches(monkeypatch):
     monkeypatch.setenv("SCAN2QA_EXECUTOR", "kubernetes")
     with pytest.raises(ValueError, match="SCAN2QA_EXECUTOR='kubernetes'"):
         sensor_scan_job()
+
+
+def test_a_celery_deployment_runs_ui_and_automation_runs_on_celery(monkeypatch):
+    """Runs of selections no named job holds (automation's dataset-wide runs, an asset page's Materialize) take the
+    code location's default executor: Celery on a Celery deployment; scan_job and dataset_job stay in-process."""
+    from assets.definitions import all_assets
+    from assets.deployment import default_executor
+    from assets.jobs import build_jobs
+    from resources.defaults import default_resources
+
+    monkeypatch.setenv("SCAN2QA_EXECUTOR", "celery")
+    defs = dg.Definitions(assets=all_assets, jobs=build_jobs(all_assets), resources=default_resources(),
+                          executor=default_executor())
+    assert defs.resolve_implicit_global_asset_job_def().executor_def.name == "scan2qa_celery"
+    assert {defs.resolve_job_def(n).executor_def.name for n in ("scan_job", "dataset_job")} == {"in_process"}
+    monkeypatch.setenv("SCAN2QA_EXECUTOR", "in_process")
+    assert default_executor().name == "in_process"
 
 
 def test_instance_heals_runs_with_a_launcher_that_checks_run_workers(dagster_home):

@@ -130,3 +130,42 @@ def test_sensor_takes_over_a_first_format_cursor(tmp_path):
     assert added == runs == [] and result.skip_reason is not None
     root.touch("synth0001_00/synth0001_00.txt")
     assert sensor.tick()[1] == ["synthetic/synth0001_00"]
+
+
+def record_run(instance, key: str, fingerprint: str, succeeded: bool) -> None:
+    """What a scan run leaves in the instance that the sensor reads: the run, and on success the fingerprint
+    ``scans`` recorded."""
+    from dagster._core.storage.dagster_run import DagsterRun
+    from dagster._core.utils import make_new_run_id
+
+    status = dg.DagsterRunStatus.SUCCESS if succeeded else dg.DagsterRunStatus.FAILURE
+    instance.add_run(DagsterRun(job_name="scan_job", run_id=make_new_run_id(), status=status,
+                                tags={"dagster/partition": key}))
+    if succeeded:
+        instance.report_runless_asset_event(dg.AssetMaterialization(
+            "scans", partition=key, metadata={"fingerprint": fingerprint}))
+
+
+def test_a_scan_repaired_back_to_its_built_files_runs_again(tmp_path):
+    """A failed rerun, then the old bytes back (on S3 a re-upload keeps its ETag, so the fingerprint is the last
+    good build's): the scan must run again, under a run key of its own, or the release never gets it back."""
+    root = LocalRoot(tmp_path)
+    write_scan(root.root, "synth0000_00", frames=3)
+    sensor = Sensor(storage_for(tmp_path, root, max_scans=100))
+    key = "synthetic/synth0000_00"
+    first = sensor.tick()[2].run_requests
+    good_fingerprint = first[0].tags["scan2qa/fingerprint"]
+    record_run(sensor.instance, key, good_fingerprint, succeeded=True)
+
+    mesh = root.root / "synth0000_00" / "synth0000_00_vh_clean_2.ply"
+    good, stat = mesh.read_bytes(), mesh.stat()
+    mesh.write_bytes(good[: len(good) // 3])
+    assert sensor.tick()[1] == [key]
+    record_run(sensor.instance, key, "", succeeded=False)
+
+    mesh.write_bytes(good)
+    os.utime(mesh, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the very files of the good build
+    added, runs, result = sensor.tick()
+    assert runs == [key], result.skip_reason
+    assert result.run_requests[0].tags["scan2qa/fingerprint"] == good_fingerprint
+    assert len(set(sensor.run_keys)) == len(sensor.run_keys) == 3

@@ -304,8 +304,8 @@ def phase_of(step_key: str) -> str:
         return "membership"
     if step_key in ("qa", "pinpoint_qa"):
         return "qa"
-    if step_key == "release":
-        return "release"
+    if step_key == "release" or step_key.startswith("sampled_benchmarks"):
+        return "release"  # the sampled benchmarks follow the release (none unless config.samplers is set)
     return "gate" if "expectation" in step_key else step_key
 
 

@@ -157,11 +157,7 @@ def keep_under_ceiling(
                 taken[v] += 1
         if not _meets(values, rounded, ceiling):
             continue
-        left = rows[order][~rounded[rows[order]]]
-        for i in left[:ADD_BACK_ATTEMPTS]:
-            rounded[i] = True
-            if not _meets(values, rounded, ceiling):
-                rounded[i] = False
+        rounded = _add_back(values, draws, rounded, keep & ~pinned | rounded, ceiling)
         if rounded.sum() > best.sum():
             best = rounded
         break
@@ -170,9 +166,20 @@ def keep_under_ceiling(
         for k in range(int(math.floor(bound + 1e-9)), int(best.sum()), -1):
             spread = _log_spread(values, draws, positive, k) | (keep & ~positive)
             if _meets(values, spread, ceiling):
-                best = spread
+                best = _add_back(values, draws, spread, keep, ceiling)
                 break
     return best
+
+
+def _add_back(values: np.ndarray, draws: np.ndarray, chosen: np.ndarray, keep: np.ndarray, ceiling: float) -> np.ndarray:
+    """``chosen`` plus every other row of ``keep`` (lowest draw first) that still leaves the ceiling met."""
+    chosen = chosen.copy()
+    left = np.flatnonzero(keep & ~chosen)
+    for i in left[np.lexsort((left, draws[left]))][:ADD_BACK_ATTEMPTS]:
+        chosen[i] = True
+        if not _meets(values, chosen, ceiling):
+            chosen[i] = False
+    return chosen
 
 
 def _log_spread(values: np.ndarray, draws: np.ndarray, candidates: np.ndarray, k: int) -> np.ndarray:

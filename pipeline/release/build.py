@@ -151,6 +151,7 @@ def build_release(
             )
 
         checks = gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans, "excluded_scans": excluded}
+        checks["baselines"] = released_baselines(tables)
         checks |= outcome_checks(outcomes)
         if local:
             release = write_release(
@@ -179,6 +180,17 @@ def build_release(
         orphan_verdicts=orphans,
         verdicts=outcomes,
     )
+
+
+def released_baselines(tables: dict) -> list[dict]:
+    """Per (profile, budget, real-video type): frequency, best constant, blind, counts and interval, for the manifest."""
+    from pipeline.qa.stats import baseline_rows
+
+    qa = tables.get("qa")
+    if qa is None or qa.is_empty():
+        return []
+    real = qa.filter(pl.col("video_kind").fill_null("real") == "real")
+    return baseline_rows(real, tables.get("qa_distribution_drops")) if real.height else []
 
 
 def _with_meanings(gate_dict: dict, config: Config) -> dict:

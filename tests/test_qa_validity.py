@@ -119,7 +119,7 @@ def _mcq_rows(counts: dict[str, int], question_type="object_rel_direction_forwar
                 "id": f"{label}{i:03d}", "key": f"scannet/scene{i % 7:04d}_00", "dataset": "scannet",
                 "scene_id": f"scene{i % 7:04d}_00", "profile": "revsi", "budget": "all", "question_type": question_type,
                 "template": "t", "question": f"{label} {i}?", "options": ["A. left", "B. right", "C. back"],
-                "ground_truth": "A", "answer_value": None, "used_obj_ids": [], "video": "v.mp4", "video_kind": "real",
+                "ground_truth": "ABC"[["left", "right", "back"].index(label)], "answer_value": None, "used_obj_ids": [], "video": "v.mp4", "video_kind": "real",
                 "geometry": json.dumps({"correct": label}),
             })
     return schemas.from_rows("qa", rows)

@@ -10,7 +10,9 @@ of chance for choices and to ``max_frequency`` for numbers: the blind guess
 is made (cross-validated by scene, as ``scan2qa stats`` and
 ``scan2qa baseline --kind blind`` make it), and the questions it scores
 highest on go first (highest seeded draw among equals), a few at a time,
-re-fitting the prior after each pass. A type whose guesser falls below chance
+re-fitting the prior after each pass. Where that would take more than half of
+the type (``MIN_KEPT_SHARE``) the type is left as it was and its blind score
+shows in ``scan2qa stats``. A type whose guesser falls below chance
 by more than the margin loses questions it gets wrong instead. Pinned
 questions never go.
 """
@@ -28,6 +30,7 @@ from pipeline.scoring.evaluate import score_question
 
 BLIND_MARGIN = 0.05
 MAX_PASSES = 40
+MIN_KEPT_SHARE = 0.5  # the blind control never takes more than half of what the other rules kept
 
 
 def blind_target(part: pl.DataFrame, rule, mcq: bool) -> tuple[float, float] | None:
@@ -55,6 +58,7 @@ def control_blind(
     part: pl.DataFrame, rule, keep: np.ndarray, draws: np.ndarray, pinned: np.ndarray | None, mcq: bool
 ) -> np.ndarray:
     """``keep`` minus the questions that must go for the blind baseline to stay within its bound."""
+    start = keep
     keep = keep.copy()
     movable = np.ones(keep.size, dtype=bool) if pinned is None else ~pinned
     for _ in range(MAX_PASSES):
@@ -69,7 +73,9 @@ def control_blind(
         scores = _scores(kept)
         mean = float(scores.mean())
         if low - 1e-12 <= mean <= high + 1e-12:
-            return keep
+            # Out of reach when it costs most of the type (the prior is in every question, e.g. one answer text
+            # always right): gutting it would remove the questions, not the prior; stats shows the blind score.
+            return keep if keep.sum() >= MIN_KEPT_SHARE * start.sum() else start
         above = mean > high
         # Dropping a question scored s moves the mean by (mean - s) / (n - 1): ask for half of the gap.
         gap = (mean - high) if above else (low - mean)
@@ -77,6 +83,6 @@ def control_blind(
         order = np.lexsort((-draws[rows], -scores if above else scores))
         eligible = [i for i in order if movable[rows[i]] and (scores[i] > 0 if above else scores[i] < 1)]
         if not eligible:
-            return keep
+            return start
         keep[rows[eligible[:count]]] = False
-    return keep
+    return start

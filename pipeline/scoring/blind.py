@@ -33,7 +33,6 @@ from collections import defaultdict
 
 import polars as pl
 
-from pipeline.qa.ids import unit_draws
 from pipeline.scoring import metrics
 from pipeline.scoring.best_constant import best_constant
 from pipeline.scoring.parsing import finite_float, option_letters
@@ -60,7 +59,7 @@ def _correct_text(options: list[str], letter: str) -> str:
 def scene_folds(keys: list[str], seed: int = 0, folds: int = FOLDS) -> dict[str, int]:
     """Each scene's fold (a seeded hash of its key, so a scene's fold never depends on the others)."""
     distinct = sorted(set(keys))
-    return {k: min(folds - 1, int(d * folds)) for k, d in zip(distinct, unit_draws(seed, "blind/fold", distinct))}
+    return {k: stable_int(seed, "blind/fold", k) % folds for k in distinct}
 
 
 class _Prior:

@@ -64,7 +64,7 @@ def control_blind(
     for _ in range(MAX_PASSES):
         rows = np.flatnonzero(keep)
         if rows.size == 0:
-            return keep
+            return start
         kept = part[rows.tolist()]
         target = blind_target(kept, rule, mcq)
         if target is None:

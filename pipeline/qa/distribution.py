@@ -17,12 +17,17 @@ configured per task in the profile's ``balance`` block (revsi only; the
   kept; a class over C keeps its C lowest draws of (seed, question id);
 * ``max_frequency``: no constant answer may score more than this: for choices
   the share of the most frequent correct text (the content frequency
-  baseline), for numbers the best mean MRA of any one answer
-  (``best_constant_score``, never below the frequency baseline's mode); C is
-  lowered until it holds. Where no cap reaches it (answers too alike, e.g. a
+  baseline), lowering C until it holds; for numbers with ``ceiling_on:
+  best_constant`` (revsi) the best mean MRA of *any* number
+  (``pipeline.scoring.best_constant``: it bounds the mode whatever the
+  tie-break, which the mode alone did not: shrinking classes creates ties and
+  the smallest tied answer scored below the limit while another scored above),
+  met by the largest selection ``constant_bound`` finds. Where no selection of
+  at least ``MIN_BOUNDED_QUESTIONS`` reaches it (answers too alike, e.g. a
   handful of rooms of similar size) the type keeps its share-capped set and
   its baseline shows in ``scan2qa stats``: dropping more would remove
   questions, not the prior;
+* ``blind``: the text-only baseline is held to chance (``blind_control``);
 * the control never raises a baseline: a numeric mode depends on which
   questions are kept, so a choice of survivors that scores above the whole
   group is replaced by another seeded choice that does not (or none is dropped).
@@ -159,6 +164,7 @@ def _max_share(classes: list[str], keep: np.ndarray) -> float:
     return max((kept.count(c) for c in set(kept)), default=0) / max(len(kept), 1)
 
 
+MIN_BOUNDED_QUESTIONS = 20  # fewer kept under a numeric ceiling: the ceiling is out of reach (the 95% interval is over 40 points)
 RESAMPLE_ATTEMPTS = 16  # other seeded choices of which members of an over-full class stay, when the first raises the baseline
 
 
@@ -201,6 +207,10 @@ def _capped_keep(
             wide = keep_under_ceiling(values, order, np.ones(keep.size, dtype=bool), float(ceiling), pinned)
             if wide.sum() > chosen.sum() and _max_share(classes, wide) <= float(share) + 1e-12:
                 chosen = wide
+        if chosen.sum() < min(MIN_BOUNDED_QUESTIONS, keep.sum()):
+            # Out of reach: only a handful of answers this alike scores under the ceiling; keeping them would
+            # remove the questions, not the prior, so only the share cap applies and stats shows the baseline.
+            return keep, reason
         if (chosen != keep).any():
             reason = f"a constant answer scored above {100 * float(ceiling):g}% (the densest answers first)"
         return chosen, reason
@@ -291,10 +301,12 @@ def _hold_blind(part: pl.DataFrame, rule: TaskRule, keep: np.ndarray, seed: int,
     ceiling = settings.get("max_frequency")
     on_best = not mcq and settings.get("ceiling_on") == "best_constant" and ceiling is not None
     values = np.asarray([math.nan if v is None else v for v in part["answer_value"].to_list()], dtype=float)
+    reached = on_best and (best_constant_score(values[keep]) or 0.0) <= float(ceiling) + 1e-12
     for _ in range(BLIND_ROUNDS):
         after = control_blind(part, rule, keep, draws, pinned, mcq)
-        if on_best:
-            after = keep_under_ceiling(values, draws, after, float(ceiling), pinned)
+        if reached:  # the control met the ceiling: keep it met, unless that is out of reach for this set
+            again = keep_under_ceiling(values, draws, after, float(ceiling), pinned)
+            after = again if again.sum() >= min(MIN_BOUNDED_QUESTIONS, after.sum()) else after
         if (after == keep).all():
             break
         keep = after

@@ -343,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
         path = upath(location, config.storage_options)
     if not path.exists():
         if args.qa:
-            raise FileNotFoundError(f"{args.qa}: no such qa table (the file passed with --qa does not exist)")
+            raise FileNotFoundError(f"{args.qa}: no qa table there (the file passed with --qa does not exist)")
         raise FileNotFoundError(f"{path}: no qa table (build it first or pass --qa)")
     drops = load_drops(location) if "://" not in str(location) else None
     stats = compute_stats(read_table(path, "qa"), drops)

@@ -301,6 +301,7 @@ def _hold_blind(part: pl.DataFrame, rule: TaskRule, keep: np.ndarray, seed: int,
     ceiling = settings.get("max_frequency")
     on_best = not mcq and settings.get("ceiling_on") == "best_constant" and ceiling is not None
     values = np.asarray([math.nan if v is None else v for v in part["answer_value"].to_list()], dtype=float)
+    start = keep
     reached = on_best and (best_constant_score(values[keep]) or 0.0) <= float(ceiling) + 1e-12
     for _ in range(BLIND_ROUNDS):
         after = control_blind(part, rule, keep, draws, pinned, mcq)
@@ -310,6 +311,10 @@ def _hold_blind(part: pl.DataFrame, rule: TaskRule, keep: np.ndarray, seed: int,
         if (after == keep).all():
             break
         keep = after
+    answers = content_answers(part)
+    content = lambda k: content_frequency(rule.question_type, [a for a, x in zip(answers, k) if x], mcq) or 0.0  # noqa: E731
+    if content(keep) > max(content(start), content(np.ones(part.height, dtype=bool))) + 1e-12:
+        return start  # the blind pass never raises the content baseline above where the control found it
     return keep
 
 

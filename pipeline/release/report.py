@@ -392,7 +392,7 @@ def render_report(
         "title is the chart's total.</p><div class=charts>"
     )
     # Only what the charts and baselines read: copying every column of a million questions costs gigabytes.
-    charted = ["id", "key", "profile", "budget", "question_type", "video_kind", "question", "ground_truth", "options", "answer_value"]
+    charted = ["id", "key", "scene_id", "profile", "budget", "question_type", "video_kind", "question", "ground_truth", "options", "answer_value"]
     real = qa.select(charted).filter(pl.col("video_kind") == "real")
     for (profile, t), group in sorted(real.group_by(["profile", "question_type"]), key=lambda kv: kv[0]):
         labels, values = _histogram(group)

@@ -27,7 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("pipeline.qa.stats", "question counts, answer distributions and baselines per type and budget"),
     "export": ("pipeline.exports.command", "write a released benchmark in a harness layout"),
     "eval": ("pipeline.scoring.command", "score a predictions file against a release"),
-    "baseline": ("pipeline.scoring.baselines", "write random/frequency/black baseline predictions"),
+    "baseline": ("pipeline.scoring.baselines", "write random/frequency/black/blind baseline predictions"),
 }
 
 

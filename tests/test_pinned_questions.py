@@ -60,7 +60,8 @@ def test_an_accepted_question_the_control_would_drop_is_kept(candidates, unpinne
     before = qa.filter(pl.col("video_kind") == "real").group_by("budget", "question_type").len()
     after = pinned.filter(pl.col("video_kind") == "real").group_by("budget", "question_type").len()
     grown = before.join(after, on=["budget", "question_type"], suffix="_pinned")
-    assert (grown["len_pinned"] - grown["len"]).max() <= 1
+    # (signed: a pin the blind guesser answers can cost its type one other question; u32 would wrap)
+    assert (grown["len_pinned"].cast(pl.Int64) - grown["len"].cast(pl.Int64)).max() <= 1
 
 
 def test_with_no_pins_or_pins_on_the_survivors_the_table_is_unchanged(candidates, unpinned):

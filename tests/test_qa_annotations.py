@@ -154,7 +154,10 @@ def _bias(qa: pl.DataFrame) -> tuple[dict, list[float]]:
 
 
 def _best_deviation(questions: int, letters: int) -> float:
-    return round(100.0 * (-(-questions // letters) / questions - 1.0 / letters), 2)
+    # Both sides: 7 questions over 4 letters leave one letter with 1 (10.71 points under 1/4), not only 2 over.
+    over = -(-questions // letters) / questions - 1.0 / letters
+    under = 1.0 / letters - (questions // letters) / questions
+    return round(100.0 * max(over, under), 2)
 
 
 def _assert_bias_control(revsi_qa: pl.DataFrame, vsibench_qa: pl.DataFrame):

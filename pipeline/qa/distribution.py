@@ -17,12 +17,17 @@ configured per task in the profile's ``balance`` block (revsi only; the
   kept; a class over C keeps its C lowest draws of (seed, question id);
 * ``max_frequency``: no constant answer may score more than this: for choices
   the share of the most frequent correct text (the content frequency
-  baseline), for numbers the best mean MRA of any one answer
-  (``best_constant_score``, never below the frequency baseline's mode); C is
-  lowered until it holds. Where no cap reaches it (answers too alike, e.g. a
+  baseline), lowering C until it holds; for numbers with ``ceiling_on:
+  best_constant`` (revsi) the best mean MRA of *any* number
+  (``pipeline.scoring.best_constant``: it bounds the mode whatever the
+  tie-break, which the mode alone did not: shrinking classes creates ties and
+  the smallest tied answer scored below the limit while another scored above),
+  met by the largest selection ``constant_bound`` finds. Where no selection of
+  at least ``MIN_BOUNDED_QUESTIONS`` reaches it (answers too alike, e.g. a
   handful of rooms of similar size) the type keeps its share-capped set and
   its baseline shows in ``scan2qa stats``: dropping more would remove
   questions, not the prior;
+* ``blind``: the text-only baseline is held to chance (``blind_control``);
 * the control never raises a baseline: a numeric mode depends on which
   questions are kept, so a choice of survivors that scores above the whole
   group is replaced by another seeded choice that does not (or none is dropped).
@@ -55,9 +60,11 @@ import numpy as np
 import polars as pl
 
 from pipeline import schemas
+from pipeline.qa.constant_bound import keep_under_ceiling
 from pipeline.qa.ids import id_among, unit_draws
 from pipeline.qa.profiles import Profile, TaskRule
-from pipeline.scoring.metrics import MRA_THRESHOLDS, _mode_answer, score_constant_answer
+from pipeline.scoring.best_constant import best_constant_score
+from pipeline.scoring.metrics import _mode_answer, score_constant_answer
 
 GROUP = ("profile", "budget", "video_kind", "question_type")
 
@@ -115,28 +122,6 @@ def content_frequency(question_type: str, answers: Sequence[str], mcq: bool) -> 
     return score_constant_answer(question_type, _mode_answer(list(answers), True), list(answers))
 
 
-def best_constant_score(values: Sequence[float]) -> float | None:
-    """The highest mean MRA any one answer from ``values`` scores on all of them.
-
-    The frequency baseline answers the mode, and the mode of one-decimal answers
-    can be a lonely value that scores little; a model that learns the prior
-    answers the densest value instead, so the ceiling is checked on this, which
-    is never below the mode's score.
-    """
-    v = np.asarray([x for x in values if x is not None and math.isfinite(x) and x > 0], dtype=float)
-    if v.size == 0:
-        return None
-    targets, weights = np.unique(v, return_counts=True)
-    tolerances = 1.0 - MRA_THRESHOLDS  # a guess c scores theta when |c - t| / t <= 1 - theta
-    best = 0.0
-    for start in range(0, targets.size, 512):
-        guesses = targets[start : start + 512, None]
-        error = np.abs(guesses - targets[None, :]) / targets[None, :]
-        hits = (error[..., None] <= tolerances[None, None, :]).mean(axis=2)
-        best = max(best, float((hits @ weights).max() / weights.sum()))
-    return best
-
-
 def _water_fill(sizes: Sequence[int], share: float, pinned: Sequence[int] | None = None) -> int:
     """The largest per-class cap C with C <= share * sum(min(n, C)).
 
@@ -174,13 +159,28 @@ def _select(classes: list[str], draws: list[float], ids: list[str], cap: int, pi
     return keep
 
 
+def _max_share(classes: list[str], keep: np.ndarray) -> float:
+    kept = [c for c, k in zip(classes, keep) if k]
+    return max((kept.count(c) for c in set(kept)), default=0) / max(len(kept), 1)
+
+
+MIN_BOUNDED_QUESTIONS = 20  # fewer kept under a numeric ceiling: the ceiling is out of reach (the 95% interval is over 40 points)
 RESAMPLE_ATTEMPTS = 16  # other seeded choices of which members of an over-full class stay, when the first raises the baseline
 
 
 def _capped_keep(
-    part: pl.DataFrame, rule: TaskRule, classes: list[str], draws: list[float], prior, pinned: np.ndarray | None = None
+    part: pl.DataFrame,
+    rule: TaskRule,
+    classes: list[str],
+    draws: list[float],
+    prior,
+    pinned: np.ndarray | None = None,
+    values: np.ndarray | None = None,
 ) -> tuple[np.ndarray, str]:
     """Keep mask and drop reason for one ordering of the rows (``draws``): the share cap, then the ceiling.
+
+    With ``values`` (numeric answers, ``ceiling_on: best_constant``) the ceiling bounds the best constant
+    answer and is met by peeling its densest point (``constant_bound``), not by lowering every class's cap.
 
     ``pinned`` rows (a mask, or None) are kept whatever the caps, and fill their class's cap first.
     """
@@ -198,6 +198,22 @@ def _capped_keep(
     cap = _water_fill(sizes, float(share), pinned_sizes) if share is not None else max(sizes)
     reason = f"answer class over {100 * float(share):g}% of its type" if share is not None else ""
     keep = _select(classes, draws, ids, cap, pinned)
+    if ceiling is not None and values is not None:
+        # From the share-capped set and from the whole group: the whole group's selection is taken when it
+        # is larger and still meets the share (a selection spread for the ceiling usually does).
+        order = np.asarray(draws, dtype=float)
+        chosen = keep_under_ceiling(values, order, keep, float(ceiling), pinned)
+        if share is not None and not keep.all():
+            wide = keep_under_ceiling(values, order, np.ones(keep.size, dtype=bool), float(ceiling), pinned)
+            if wide.sum() > chosen.sum() and _max_share(classes, wide) <= float(share) + 1e-12:
+                chosen = wide
+        if chosen.sum() < min(MIN_BOUNDED_QUESTIONS, keep.sum()):
+            # Out of reach: only a handful of answers this alike scores under the ceiling; keeping them would
+            # remove the questions, not the prior, so only the share cap applies and stats shows the baseline.
+            return keep, reason
+        if (chosen != keep).any():
+            reason = f"a constant answer scored above {100 * float(ceiling):g}% (the densest answers first)"
+        return chosen, reason
     if ceiling is not None:
         step = max(1, cap // 25)
         share_keep, share_reason = keep, reason
@@ -250,20 +266,56 @@ def control_group(
     whole = np.ones(part.height, dtype=bool)
     before = (content(whole), best(whole) if on_best else 0.0)
 
+    ceiling = settings.get("max_frequency")
+    numbers = np.asarray([math.nan if v is None else v for v in values], dtype=float) if on_best else None
+
     def no_worse(keep: np.ndarray) -> bool:
+        if on_best and ceiling is not None and best(keep) <= float(ceiling) + 1e-12:
+            return True  # the bound holds for every constant answer, the mode under any tie-break included
         return content(keep) <= before[0] + 1e-12 and (not on_best or best(keep) <= before[1] + 1e-12)
 
-    keep, reason = _capped_keep(part, rule, classes, unit_draws(seed, "distribution", ids), prior, pinned)
+    keep, reason = _capped_keep(part, rule, classes, unit_draws(seed, "distribution", ids), prior, pinned, numbers)
     if keep.all() or no_worse(keep):
         return keep, reason
     chosen = None
     for attempt in range(1, RESAMPLE_ATTEMPTS + 1):
         other, other_reason = _capped_keep(
-            part, rule, classes, unit_draws(seed, f"distribution/{attempt}", ids), prior, pinned
+            part, rule, classes, unit_draws(seed, f"distribution/{attempt}", ids), prior, pinned, numbers
         )
         if no_worse(other) and (chosen is None or prior(other) < prior(chosen[0]) - 1e-12):
             chosen = (other, other_reason)
     return chosen if chosen is not None else (whole, "")
+
+
+BLIND_REASON = "the blind (text-only) baseline scored outside its bound on these questions"
+BLIND_ROUNDS = 3  # blind pass, then the constant bound again, until neither drops anything
+
+
+def _hold_blind(part: pl.DataFrame, rule: TaskRule, keep: np.ndarray, seed: int, pinned: np.ndarray | None) -> np.ndarray:
+    """``keep`` after the blind control (``blind_control``); for numbers the constant bound is re-established."""
+    from pipeline.qa.blind_control import control_blind
+
+    mcq = bool(part["options"].list.len().max() or 0)
+    draws = np.asarray(unit_draws(seed, "distribution/blind", part["id"].to_list()), dtype=float)
+    settings = balance_settings(rule)
+    ceiling = settings.get("max_frequency")
+    on_best = not mcq and settings.get("ceiling_on") == "best_constant" and ceiling is not None
+    values = np.asarray([math.nan if v is None else v for v in part["answer_value"].to_list()], dtype=float)
+    start = keep
+    reached = on_best and (best_constant_score(values[keep]) or 0.0) <= float(ceiling) + 1e-12
+    for _ in range(BLIND_ROUNDS):
+        after = control_blind(part, rule, keep, draws, pinned, mcq)
+        if reached:  # the control met the ceiling: keep it met, unless that is out of reach for this set
+            again = keep_under_ceiling(values, draws, after, float(ceiling), pinned)
+            after = again if again.sum() >= min(MIN_BOUNDED_QUESTIONS, after.sum()) else after
+        if (after == keep).all():
+            break
+        keep = after
+    answers = content_answers(part)
+    content = lambda k: content_frequency(rule.question_type, [a for a, x in zip(answers, k) if x], mcq) or 0.0  # noqa: E731
+    if content(keep) > max(content(start), content(np.ones(part.height, dtype=bool))) + 1e-12:
+        return start  # the blind pass never raises the content baseline above where the control found it
+    return keep
 
 
 def control_distribution(
@@ -285,18 +337,25 @@ def control_distribution(
     for _, part in controlled.sort([*GROUP, "id"]).group_by(list(GROUP), maintain_order=True):
         rule = profile.task(part["question_type"][0])
         pins = part["_pinned"].to_numpy() if pinned else None
-        keep, reason = control_group(part, rule, seed, pins if pins is not None and pins.any() else None)
+        pins = pins if pins is not None and pins.any() else None
+        keep, reason = control_group(part, rule, seed, pins)
+        reasons = np.full(part.height, reason, dtype=object)
+        if balance_settings(rule).get("blind"):
+            blind_keep = _hold_blind(part, rule, keep, seed, pins)
+            reasons[keep & ~blind_keep] = BLIND_REASON
+            keep = blind_keep
         if keep.all():
             continue
         bin_width = float(balance_settings(rule).get("bin_width", 0.1))
         lost = part.filter(pl.Series(~keep))
         dropped_rows += lost["_row"].to_list()
-        for row, cls, answer in zip(lost.iter_rows(named=True), _classes(lost, bin_width), content_answers(lost)):
+        lost_reasons = reasons[~keep].tolist()
+        for row, cls, answer, why in zip(lost.iter_rows(named=True), _classes(lost, bin_width), content_answers(lost), lost_reasons):
             records.append(
                 {
                     "id": row["id"], "key": row["key"], "profile": row["profile"], "budget": row["budget"],
                     "video_kind": row["video_kind"] or "real", "question_type": row["question_type"],
-                    "answer": answer, "answer_class": cls, "reason": reason,
+                    "answer": answer, "answer_class": cls, "reason": why,
                 }
             )
     if not dropped_rows:

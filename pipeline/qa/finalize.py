@@ -1,6 +1,7 @@
 """The dataset-wide ``qa`` step: from all scans' candidates to the released question table.
 
-Order matters and is fixed: exclusions and subsampling (``filters``), then
+Order matters and is fixed: near-duplicates out (``duplicates``, per scan),
+exclusions and subsampling (``filters``), then
 per-scene caps, then the answer-distribution control (``distribution``), then
 dummy-video questions follow their real counterparts, then
 letter balancing across the whole benchmark, then a stable sort. Everything is
@@ -34,6 +35,7 @@ import polars as pl
 from pipeline import schemas
 from pipeline.qa.balance import balance_letters
 from pipeline.qa.distribution import control_distribution
+from pipeline.qa.duplicates import drop_near_duplicates
 from pipeline.qa.filters import apply_caps, apply_keep_rules, follow_real_questions
 from pipeline.qa.ids import id_among
 from pipeline.qa.profiles import Profile, load_profile
@@ -65,6 +67,7 @@ def _per_scan_steps(candidates: pl.DataFrame, prof: Profile, seed: int, pinned: 
     qa = schemas.conform("qa", candidates.filter(pl.col("profile") == prof.name))
     qa = qa.unique(subset="id", keep="first", maintain_order=True)
     pinned = with_real_counterparts(qa, pinned)
+    qa = drop_near_duplicates(qa, prof, pinned)
     qa = apply_keep_rules(qa, prof, seed, pinned)
     return apply_caps(qa, prof, seed, pinned)
 

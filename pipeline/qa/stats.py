@@ -15,7 +15,9 @@ letters are balanced) and by content (``content``: always answering the most
 frequent correct option text, e.g. "left"; SPEC §6's definition and the bias
 letter balancing cannot remove). For numbers both are the mode scored with
 MRA, and ``best`` is the best score of any one answer (the prior a model can
-learn; never below the mode's).
+learn; never below the mode's, over every real number, so it bounds the mode whatever the tie-break).
+``blind`` is the text-only guesser of ``pipeline.scoring.blind`` (prior fitted on other scenes), and
+``ci95`` the width of the 95% interval a type of n questions gives a score, flagged over 20 points.
 
 When the answer-distribution control's record (``<qa stem>_distribution_drops.parquet``
 beside the table, see ``pipeline.qa.distribution``) exists, every type also shows
@@ -26,13 +28,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from pipeline.qa.distribution import best_constant_score, content_frequency, drops_path
+from pipeline.qa.distribution import content_frequency, drops_path
+from pipeline.scoring.best_constant import best_constant
+from pipeline.scoring.blind import blind_scores
 from pipeline.scoring.metrics import answer_kind, chance_score, frequency_baseline, mean_or_none, task_of
 from pipeline.scoring.parsing import finite_float
 from pipeline.storage import read_table, upath
@@ -113,11 +118,27 @@ def _description(kind: str, ground_truths: list[str], contents: list[str], optio
         }
     if kind == "nq":
         numbers = [v for v in (finite_float(g) for g in ground_truths) if v is not None]
-        return {"answers": _numeric_distribution(numbers), "best_constant_baseline": best_constant_score(numbers)}
+        return {"answers": _numeric_distribution(numbers)}
     if kind == "yesno":
         return {"answers": {"values": dict(sorted(Counter(ground_truths).items()))}}
     # free text (fsd) and JSON (ssp): described, never read as numbers
     return {"answers": {"distinct": len(set(ground_truths)), "format": "json" if kind == "ssp" else "text"}}
+
+
+WIDE_CI = 0.20  # a type whose 95% interval is wider than this cannot tell models apart; stats flags it
+
+
+def ci95_width(kind: str, question_type: str, ground_truths: list[str], options: list[list[str]]) -> float | None:
+    """Width of the 95% confidence interval of a model's score on this many questions (normal approximation).
+
+    Choices and yes/no: at chance, 2 x 1.96 x sqrt(p (1 - p) / n); numbers: the widest a score in [0, 1] can
+    have, p (1 - p) = 1/4. What a type of n questions can resolve, whatever the model.
+    """
+    n = len(ground_truths)
+    if n == 0 or kind not in ("mcq", "nq", "yesno"):
+        return None
+    p = chance_score(question_type, ground_truths, options) if kind in ("mcq", "yesno") else 0.5
+    return 2 * 1.96 * math.sqrt(max(p * (1 - p), 0.0) / n)
 
 
 def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None, *, describe: bool = True) -> dict:
@@ -125,13 +146,15 @@ def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None, *, descri
 
     ``describe=False`` gives per type only its baselines (frequency and content, before and after the
     distribution control) and counts, which are all the report's baseline table reads: the answer
-    distributions and the random and best-constant baselines (MRA expectations, most of the cost) are left out.
+    distributions and the random baseline (MRA expectations, most of the cost) are left out; the best
+    constant, the blind baseline and the interval stay.
     """
     qa = qa.with_columns(pl.col("video_kind").fill_null("real"))
     frequency = {
         tuple(r[c] for c in GROUP): r for r in frequency_baseline(qa, by=GROUP).iter_rows(named=True)
     } if qa.height else {}
     dropped = _drops_by_group(drops)
+    blind = blind_scores(qa, by=GROUP)
     groups = []
     for group_key, group in qa.sort(list(GROUP) + ["id"]).group_by(list(GROUP), maintain_order=True):
         values = dict(zip(GROUP, group_key))
@@ -147,10 +170,18 @@ def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None, *, descri
         freq = frequency.get(tuple(values[c] for c in GROUP))
         entry["frequency_answer"] = freq["answer"] if freq else None
         entry["frequency_baseline"] = freq["score"] if freq else None
+        if kind == "nq":
+            found = best_constant([finite_float(g) for g in ground_truths])
+            entry["best_constant_baseline"] = found[0] if found else None
+            entry["best_constant_answer"] = round(found[1], 4) if found else None
+        entry["blind_baseline"] = blind.get(tuple(values[c] for c in GROUP))
+        entry["ci95_width"] = ci95_width(kind, question_type, ground_truths, options)
+        entry["ci_wide"] = entry["ci95_width"] is not None and entry["ci95_width"] > WIDE_CI
         if kind in ("mcq", "nq"):
             entry["content_frequency_baseline"] = content_frequency(question_type, contents, kind == "mcq")
             lost = dropped.get(tuple(values[c] for c in GROUP), [])
             entry["distribution_dropped"] = len(lost)
+            entry["candidates"] = group.height + len(lost)
             entry["content_frequency_before_control"] = (
                 content_frequency(question_type, contents + lost, kind == "mcq") if lost else entry["content_frequency_baseline"]
             )
@@ -162,8 +193,12 @@ def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None, *, descri
     tasks: dict[tuple, dict] = {}
     for entry in groups:
         k = (entry["profile"], entry["budget"], entry["video_kind"], task_of(entry["question_type"]))
-        t = tasks.setdefault(k, {"random": [], "frequency": [], "content": [], "before": [], "questions": 0, "dropped": 0})
+        t = tasks.setdefault(
+            k, {"random": [], "frequency": [], "content": [], "before": [], "best": [], "blind": [], "questions": 0, "dropped": 0}
+        )
         t["random"].append(entry["random_baseline"])
+        t["best"].append(entry.get("best_constant_baseline"))
+        t["blind"].append(entry.get("blind_baseline"))
         t["frequency"].append(entry["frequency_baseline"])
         t["content"].append(entry["content_frequency_baseline"])
         t["before"].append(entry.get("content_frequency_before_control", entry["content_frequency_baseline"]))
@@ -181,6 +216,8 @@ def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None, *, descri
             "frequency_baseline": mean_or_none(v["frequency"]),
             "content_frequency_baseline": mean_or_none(v["content"]),
             "content_frequency_before_control": mean_or_none(v["before"]),
+            "best_constant_baseline": mean_or_none(v["best"]),
+            "blind_baseline": mean_or_none(v["blind"]),
         }
         for k, v in sorted(tasks.items())
     ]
@@ -193,7 +230,10 @@ def baseline_rows(qa: pl.DataFrame, drops: pl.DataFrame | None = None) -> list[d
     Keys: profile, budget, video_kind, question_type, questions, dropped (by the
     distribution control), answer (the frequency answer), frequency (by letter
     for choices), content (by option text), before (content baseline before the
-    control). Profiles are never merged: revsi and vsibench share type names.
+    control), best_constant (numbers: the best score of any one answer) and best_constant_answer, blind
+    (the text-only baseline, ``pipeline.scoring.blind``), candidates (kept + dropped by the control),
+    ci95_width and ci_wide (wider than ``WIDE_CI``). Profiles are never merged: revsi and vsibench share
+    type names.
     """
     return [
         {
@@ -202,6 +242,9 @@ def baseline_rows(qa: pl.DataFrame, drops: pl.DataFrame | None = None) -> list[d
             "dropped": e.get("distribution_dropped", 0), "answer": e["frequency_answer"],
             "frequency": e["frequency_baseline"], "content": e["content_frequency_baseline"],
             "before": e.get("content_frequency_before_control"),
+            "best_constant": e.get("best_constant_baseline"), "best_constant_answer": e.get("best_constant_answer"),
+            "blind": e.get("blind_baseline"), "candidates": e.get("candidates", e["questions"]),
+            "ci95_width": e.get("ci95_width"), "ci_wide": e.get("ci_wide", False),
         }
         for e in compute_stats(qa, drops, describe=False)["types"]
     ]
@@ -225,38 +268,54 @@ def _distribution_text(entry: dict) -> str:
     return f"{answers['min']:g}..{answers['max']:g} median {answers['median']:g} hist [{bins}]"
 
 
+def _ci(entry: dict) -> str:
+    width = entry.get("ci95_width")
+    if width is None:
+        return "     -"
+    return f"{100.0 * width:5.1f}" + ("!" if entry.get("ci_wide") else " ")
+
+
 def format_text(stats: dict) -> str:
     lines = [f"{stats['questions']} questions", ""]
     header = (
-        f"{'profile':10} {'budget':6} {'video':11} {'question_type':36} {'n':>6} {'drop':>5} {'rand':>5} {'freq':>5} "
-        f"{'content':>7} {'before':>6} {'best':>5}  answers"
+        f"{'profile':10} {'budget':6} {'video':11} {'question_type':36} {'n':>6} {'cand':>5} {'drop':>5} {'rand':>5} "
+        f"{'freq':>5} {'content':>7} {'before':>6} {'best':>5} {'at':>8} {'blind':>5} {'ci95':>6}  answers"
     )
     lines += [header, "-" * len(header)]
     for e in stats["types"]:
+        at = e.get("best_constant_answer")
         lines.append(
             f"{e['profile']:10} {e['budget']:6} {e['video_kind']:11} {e['question_type']:36} {e['questions']:6d} "
-            f"{e.get('distribution_dropped', 0):5d} {_pct(e['random_baseline'])} {_pct(e['frequency_baseline'])} "
-            f"  {_pct(e['content_frequency_baseline'])} {_pct(e.get('content_frequency_before_control'))} "
-            f"{_pct(e.get('best_constant_baseline'))}  {_distribution_text(e)}"
+            f"{e.get('candidates', e['questions']):5d} {e.get('distribution_dropped', 0):5d} {_pct(e['random_baseline'])} "
+            f"{_pct(e['frequency_baseline'])}   {_pct(e['content_frequency_baseline'])} "
+            f"{_pct(e.get('content_frequency_before_control'))} {_pct(e.get('best_constant_baseline'))} "
+            f"{'-' if at is None else f'{at:g}':>8} {_pct(e.get('blind_baseline'))} {_ci(e)}  {_distribution_text(e)}"
         )
     lines += [
         "",
         f"{'profile':10} {'budget':6} {'video':11} {'task':36} {'n':>6} {'drop':>5} {'rand':>5} {'freq':>5} "
-        f"{'content':>7} {'before':>6}",
+        f"{'content':>7} {'before':>6} {'best':>5} {'blind':>5}",
     ]
     for t in stats["tasks"]:
         lines.append(
             f"{t['profile']:10} {t['budget']:6} {t['video_kind']:11} {t['task']:36} {t['questions']:6d} "
             f"{t['distribution_dropped']:5d} {_pct(t['random_baseline'])} {_pct(t['frequency_baseline'])} "
-            f"  {_pct(t['content_frequency_baseline'])} {_pct(t['content_frequency_before_control'])}"
+            f"  {_pct(t['content_frequency_baseline'])} {_pct(t['content_frequency_before_control'])} "
+            f"{_pct(t['best_constant_baseline'])} {_pct(t['blind_baseline'])}"
         )
+    wide = [e["question_type"] for e in stats["types"] if e.get("ci_wide")]
     lines += [
         "",
-        "n: questions kept; drop: dropped by the answer-distribution control; rand: random chance; "
-        "freq: frequency baseline (choices: most frequent letter); content: most frequent answer content "
-        "(choices: option text; numbers: the mode, MRA); before: content baseline before the control; "
-        "best: best score of any one numeric answer.",
+        "n: questions kept; cand: candidates the control saw (kept + dropped); drop: dropped by the "
+        "answer-distribution control; rand: random chance; freq: frequency baseline (choices: most frequent "
+        "letter; numbers: the mode, ties to the smallest); content: most frequent answer content (choices: option "
+        "text; numbers: the mode, MRA); before: content baseline before the control; best: best score of any one "
+        "numeric answer (every constant, whatever the mode's tie-break) and at: that answer; blind: text-only "
+        "guesser, prior fitted on other scenes; ci95: width of the 95% interval of a score on n questions "
+        f"(! wider than {100 * WIDE_CI:g} points).",
     ]
+    if wide:
+        lines.append(f"too few questions to rank models (95% interval wider than {100 * WIDE_CI:g} points): {', '.join(wide)}")
     return "\n".join(lines)
 
 
@@ -295,6 +354,8 @@ def run(args: argparse.Namespace) -> int:
         location = f"{config.tables_root}/qa.parquet"
         path = upath(location, config.storage_options)
     if not path.exists():
+        if args.qa:
+            raise FileNotFoundError(f"{args.qa}: no qa table there (the file passed with --qa does not exist)")
         raise FileNotFoundError(f"{path}: no qa table (build it first or pass --qa)")
     drops = load_drops(location) if "://" not in str(location) else None
     stats = compute_stats(read_table(path, "qa"), drops)

@@ -160,6 +160,7 @@ def build_release(
             )
 
         checks = gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans, "excluded_scans": excluded}
+        checks["baselines"] = released_baselines(tables)
         checks |= outcome_checks(outcomes)
         if local:
             release = write_release(
@@ -209,6 +210,17 @@ def build_date() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     moment = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch.isdigit() else datetime.now(timezone.utc)
     return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def released_baselines(tables: dict) -> list[dict]:
+    """Per (profile, budget, real-video type): frequency, best constant, blind, counts and interval, for the manifest."""
+    from pipeline.qa.stats import baseline_rows
+
+    qa = tables.get("qa")
+    if qa is None or qa.is_empty():
+        return []
+    real = qa.filter(pl.col("video_kind").fill_null("real") == "real")
+    return baseline_rows(real, tables.get("qa_distribution_drops")) if real.height else []
 
 
 def _with_meanings(gate_dict: dict, config: Config) -> dict:

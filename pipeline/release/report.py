@@ -454,7 +454,7 @@ def render_report(
         "title is the chart's total.</p><div class=charts>"
     )
     # Only what the charts and baselines read: copying every column of a million questions costs gigabytes.
-    charted = ["id", "profile", "budget", "question_type", "video_kind", "ground_truth", "options", "answer_value"]
+    charted = ["id", "key", "scene_id", "profile", "budget", "question_type", "video_kind", "question", "ground_truth", "options", "answer_value"]
     real = qa.select(charted).filter(pl.col("video_kind") == "real")
     for (profile, t), group in sorted(real.group_by(["profile", "question_type"]), key=lambda kv: kv[0]):
         labels, values = _histogram(group)
@@ -465,17 +465,24 @@ def render_report(
     # Frequency baselines: one row per profile (revsi and vsibench share type names), by letter and by content.
     parts.append(
         "<h2>Frequency baselines</h2><p class=meta>Always answering the most frequent answer of a type; numeric "
-        "types: the mode scored with MRA; choices: by letter and by content (option text). <em>dropped</em>: "
-        "questions the answer-distribution control removed; <em>before</em>: the content baseline before it.</p>"
+        "types: the mode scored with MRA; choices: by letter and by content (option text). <em>best constant</em>: "
+        "the best score of any one numeric answer (whatever the mode's tie-break), at the answer shown; "
+        "<em>blind</em>: a guesser reading only the question and options, its prior fitted on other scenes; "
+        "<em>candidates</em>: questions the answer-distribution control saw, <em>dropped</em>: those it removed; "
+        "<em>before</em>: the content baseline before it; <em>95% CI</em>: the width of a score's interval on this "
+        "many questions (flagged over 20 points: too few to rank models).</p>"
     )
     if real.height:
         rows = baseline_rows(real, tables.get("qa_distribution_drops"))
         pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"  # noqa: E731
+        ci = lambda r: "n/a" if r["ci95_width"] is None else f"{100 * r['ci95_width']:.1f}" + (" (wide)" if r["ci_wide"] else "")  # noqa: E731
         parts.append(
             _table(
-                ["profile", "question type", "budget", "answer", "by letter", "by content", "questions", "dropped", "before"],
+                ["profile", "question type", "budget", "answer", "by letter", "by content", "best constant", "at",
+                 "blind", "questions", "candidates", "dropped", "before", "95% CI (points)"],
                 [[r["profile"], r["question_type"], r["budget"], _esc(r["answer"]), pct(r["frequency"]), pct(r["content"]),
-                  r["questions"], r["dropped"], pct(r["before"])]
+                  pct(r["best_constant"]), "" if r["best_constant_answer"] is None else f"{r['best_constant_answer']:g}",
+                  pct(r["blind"]), r["questions"], r["candidates"], r["dropped"], pct(r["before"]), ci(r)]
                  for r in sorted(rows, key=lambda r: (r["profile"], r["question_type"], r["budget"]))],
                 left=3,
             )

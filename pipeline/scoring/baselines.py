@@ -11,6 +11,10 @@ Kinds:
 - ``frequency``: the most frequent ground truth of the question's type within
   its profile, budget and video kind (``metrics.frequency_baseline``), so the
   scored file reproduces the frequency baseline the evaluator reports.
+- ``blind``: answers from the question text and options alone, with a prior
+  fitted on the other scenes (cross-validated by scene; ``pipeline.scoring.blind``),
+  the "vision disabled" model VSI-Bench measured; ``scan2qa stats`` and the
+  report show the same score per type.
 - ``black``: what a model that sees nothing would say: "0" for every numeric
   question (counts, sizes, distances), "A" for every multiple-choice question,
   "No" for presence, nothing for SSP/FSD.
@@ -32,7 +36,7 @@ from pipeline.scoring.parsing import option_letters
 from pipeline.scoring.release import add_release_argument, load_release
 from pipeline.seeding import rng
 
-KINDS: tuple[str, ...] = ("random", "frequency", "black")
+KINDS: tuple[str, ...] = ("random", "frequency", "black", "blind")
 _GROUP = ("profile", "budget", "video_kind", "question_type")
 
 
@@ -95,6 +99,10 @@ def baseline_predictions(qa: pl.DataFrame, kind: str, seed: int = 0) -> dict[str
         return frequency_predictions(qa)
     if kind == "black":
         return black_predictions(qa)
+    if kind == "blind":
+        from pipeline.scoring.blind import blind_predictions
+
+        return blind_predictions(qa)
     raise ValueError(f"unknown baseline kind {kind!r}; choose one of {KINDS}")
 
 

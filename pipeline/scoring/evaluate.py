@@ -248,6 +248,11 @@ def summarize_group(
         group["lower_is_better"] = sorted(set(group["dummy_metrics"]) & metrics.DUMMY_LOWER_IS_BETTER)
         for name in ("random", "frequency"):
             group["baselines"][name]["dummy_metrics"] = metrics.dummy_metric_scores(group["baselines"][name]["tasks"])
+        if group["lower_is_better"]:
+            # A mean of a higher-is-better and a lower-is-better probe means nothing: the probes stand alone.
+            group["overall"] = None
+            for name in ("random", "frequency"):
+                group["baselines"][name]["overall"] = None
     if profile == PINPOINT_PROFILE:
         macro = _pinpoint_macro(scored, sorted(tasks), fsd_scored)
         group["micro"] = tasks

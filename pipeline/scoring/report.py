@@ -36,7 +36,10 @@ def to_markdown(report: dict) -> str:
         lines.append(f"> note: {note}")
     for group in report["groups"]:
         lines += ["", f"## {group['name']}", ""]
-        lines.append(f"overall **{_pct(group['overall'])}** over {group['questions']} questions")
+        if group["overall"] is None and group.get("dummy_metrics"):
+            lines.append(f"{group['questions']} questions (no overall: its probes read in opposite directions)")
+        else:
+            lines.append(f"overall **{_pct(group['overall'])}** over {group['questions']} questions")
         if "avg_macro" in group:
             lines.append(f"(avg micro {_pct(group['avg_micro'])}, avg macro {_pct(group['avg_macro'])})")
         if group.get("dummy_metrics"):
@@ -121,7 +124,10 @@ def to_html(report: dict) -> str:
     legend = "".join(f'<span><i class="sw" style="background:{c}"></i>{s}</span>' for s, c in _SERIES)
     for group in report["groups"]:
         body.append(f"<h2>{esc(group['name'])}</h2>")
-        body.append(f"<p>overall <strong>{_pct(group['overall'])}</strong> over {group['questions']} questions")
+        if group["overall"] is None and group.get("dummy_metrics"):
+            body.append(f"<p>{group['questions']} questions (no overall: its probes read in opposite directions)")
+        else:
+            body.append(f"<p>overall <strong>{_pct(group['overall'])}</strong> over {group['questions']} questions")
         if "avg_macro" in group:
             body.append(f" (avg micro {_pct(group['avg_micro'])}, avg macro {_pct(group['avg_macro'])})")
         body.append("</p>")

@@ -48,8 +48,10 @@ BUILD_JOB = "__ephemeral_asset_job__"  # the name dagster.materialize gives its 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scans", help="scans root, local path or s3://bucket/prefix (default: config, data/scans)")
-    parser.add_argument("--out", help="output root, local path or s3://bucket/prefix (default: config, data/out)")
+    parser.add_argument("--scans", help="scans root, local path or s3://bucket/prefix "
+                        "(default: $SCAN2QA_SCANS, else the config, else data/scans)")
+    parser.add_argument("--out", help="output root, local path or s3://bucket/prefix "
+                        "(default: $SCAN2QA_OUT, else the config, else data/out)")
     parser.add_argument("--config", help="YAML run configuration (default: ./scan2qa.yaml if present)")
     parser.add_argument(
         "--workers",
@@ -408,6 +410,9 @@ def interrupt_note(config: Config, latest_before: str | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The same locations as the code location (resources.storage.StorageResource.from_env): flags win.
+    args.scans = args.scans or os.environ.get("SCAN2QA_SCANS", "").strip() or None
+    args.out = args.out or os.environ.get("SCAN2QA_OUT", "").strip() or None
     # The code versions Dagster records cover the config the assets read (assets.catalog), which they take from
     # SCAN2QA_CONFIG: for this command's runs that is --config.
     previous = os.environ.get("SCAN2QA_CONFIG")

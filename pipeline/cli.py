@@ -41,6 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def os_error_line(exc: OSError) -> str:
+    """``<path>: <cause>`` (``No space left on device``, ``Read-only file system``, ...), whatever raised it."""
+    where = exc.filename if exc.filename is not None else ""
+    if exc.filename2 is not None:
+        where = f"{where} -> {exc.filename2}"
+    cause = exc.strerror or str(exc) or type(exc).__name__
+    return f"{where}: {cause}" if where else cause
+
+
 def main(argv: list[str] | None = None) -> int:
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -62,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
             return int(module.run(args) or 0)
     except (ScanError, ConfigError, TableError, StorageUnreachable, FileNotFoundError) as exc:
         print(f"scan2qa {name}: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # out of space, read-only, permission, a file where a folder must be: one line
+        print(f"scan2qa {name}: error: {os_error_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:  # Interrupted (SIGINT/SIGTERM), or a KeyboardInterrupt raised by a library
         stopped = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)

@@ -34,6 +34,7 @@ import dagster as dg
 
 from pipeline.config import Config, load_config
 from pipeline.errors import ConfigError
+from pipeline.output_paths import output_root_problem
 from pipeline.interrupts import Interrupted, raise_if_interrupted
 from pipeline.scene.discovery import discover, discover_scans
 from pipeline.scene.scan_notes import excluded_lines, read_scan_warnings, warning_lines, write_skipped
@@ -437,6 +438,9 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     # Progress lines are the interface here; Dagster's notes about beta APIs are for developers, not for builds.
     for category in (dg.BetaWarning, dg.PreviewWarning):
         warnings.filterwarnings("ignore", category=category)
+    problem = output_root_problem(config.output_root)
+    if problem:
+        raise ConfigError(problem)
     demo = not (args.scans or args.config)
     if demo and not discover_scans(config.scans_root, config.storage_options):
         problem = generate_demo_scans(config)

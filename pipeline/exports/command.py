@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import polars as pl
 
 from pipeline.errors import ConfigError
+from pipeline.output_paths import output_root_problem
 from pipeline.exports.pinpointqa import export_pinpointqa
 from pipeline.exports.revsi import export_revsi
 from pipeline.exports.vlmevalkit import export_vlmevalkit
@@ -40,21 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_out_folder(out: str) -> None:
-    """``--out`` must be a folder, or a path whose nearest existing part is one: say so before any work."""
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"--out {out}: is a file, not a folder to export into")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ConfigError(f"--out {out}: {parent} is a file, not a folder")
-            return
-
-
 def run(args: argparse.Namespace) -> int:
-    if "://" not in str(args.out):
-        check_out_folder(str(args.out))
+    problem = output_root_problem(str(args.out))
+    if problem:
+        raise ConfigError(problem)
     release = load_release(args.release)
     if args.datasets:
         release = replace(release, qa=release.qa.filter(pl.col("dataset").is_in(args.datasets)))

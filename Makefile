@@ -54,7 +54,7 @@ ui: setup
 	DAGSTER_HOME="$(DEMO_HOME)" $(BIN)/dagster dev -w workspace.yaml
 
 test: setup
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 2 -q -rs
 
 # The reviewer report and the Data Docs in headless Chromium: Debian's chromium package plus playwright's driver.
 test-browser: setup

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import os
 import shutil
 import tempfile
@@ -33,6 +34,8 @@ import dagster as dg
 
 from pipeline.config import Config, load_config
 from pipeline.errors import ConfigError
+from pipeline.output_paths import output_root_problem
+from pipeline.interrupts import Interrupted, raise_if_interrupted
 from pipeline.scene.discovery import discover, discover_scans
 from pipeline.scene.scan_notes import excluded_lines, read_scan_warnings, warning_lines, write_skipped
 from pipeline.storage import upath
@@ -46,8 +49,10 @@ BUILD_JOB = "__ephemeral_asset_job__"  # the name dagster.materialize gives its 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scans", help="scans root, local path or s3://bucket/prefix (default: config, data/scans)")
-    parser.add_argument("--out", help="output root, local path or s3://bucket/prefix (default: config, data/out)")
+    parser.add_argument("--scans", help="scans root, local path or s3://bucket/prefix "
+                        "(default: $SCAN2QA_SCANS, else the config, else data/scans)")
+    parser.add_argument("--out", help="output root, local path or s3://bucket/prefix "
+                        "(default: $SCAN2QA_OUT, else the config, else data/out)")
     parser.add_argument("--config", help="YAML run configuration (default: ./scan2qa.yaml if present)")
     parser.add_argument(
         "--workers",
@@ -154,6 +159,7 @@ def materialize_quietly(
         return False, f"{type(exc).__name__}: {exc}".splitlines()[0]
     finally:
         getattr(instance, "_subscribers", {}).pop(run_id, None)  # listeners are per run; drop this one's
+    raise_if_interrupted()  # a signal during the run made it fail: that is the build stopping, not a bad scan
     if result.success:
         return True, ""
     failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
@@ -283,29 +289,14 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
 
 def _build_in(instance, report, scans, definitions, resources, config, config_file, workers, dataset_wide) -> None:
     from assets.definitions import all_assets
-    from assets.jobs import DATASET_JOB, dataset_wide_keys, per_scan_keys
-    from assets.scan_pool import ScanOutcome, ScanRunner, run_scans_in_pool
+    from assets.jobs import DATASET_JOB, dataset_wide_keys
 
-    finished = 0
-
-    def show(outcome: ScanOutcome) -> None:
-        nonlocal finished
-        finished += 1
-        status = f"ok ({outcome.seconds:.1f} s)" if outcome.ok else f"FAILED: {outcome.error}"
-        print(f"[{finished}/{len(scans)}] {outcome.key} ... {status}", flush=True)
-
-    workers = min(workers, len(scans))
-    if workers > 1:
-        print(f"building {len(scans)} scans on {workers} worker processes", flush=True)
-        outcomes = run_scans_in_pool(scans, config, config_file, workers, threads_per_worker(workers), show)
-    else:
-        runner = ScanRunner(definitions, per_scan_keys(all_assets), resources, instance)
-        outcomes = []
-        for key, uri in scans:
-            print(f"[{finished + 1}/{len(scans)}] {key}", flush=True)
-            outcome = runner.run(key, uri)
-            outcomes.append(outcome)
-            show(outcome)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    try:
+        outcomes = _build_scans(instance, scans, definitions, resources, config, config_file, workers)
+    except KeyboardInterrupt:  # stopped by a signal (pipeline.interrupts): no run of this build left "started"
+        cancel_unfinished_runs(instance, started)
+        raise
     for outcome in sorted(outcomes, key=lambda o: o.key):
         if outcome.ok:
             report.ok.append(outcome.key)
@@ -334,6 +325,44 @@ def _build_in(instance, report, scans, definitions, resources, config, config_fi
                 print(f"  {line}", flush=True)
 
 
+def _build_scans(instance, scans, definitions, resources, config, config_file, workers) -> list:
+    """Every scan partition, each its own run, in this process or on ``workers`` processes; prints progress."""
+    from assets.definitions import all_assets
+    from assets.jobs import per_scan_keys
+    from assets.scan_pool import ScanOutcome, ScanRunner, run_scans_in_pool
+
+    finished = 0
+
+    def show(outcome: ScanOutcome) -> None:
+        nonlocal finished
+        finished += 1
+        status = f"ok ({outcome.seconds:.1f} s)" if outcome.ok else f"FAILED: {outcome.error}"
+        print(f"[{finished}/{len(scans)}] {outcome.key} ... {status}", flush=True)
+
+    workers = min(workers, len(scans))
+    if workers > 1:
+        print(f"building {len(scans)} scans on {workers} worker processes", flush=True)
+        return run_scans_in_pool(scans, config, config_file, workers, threads_per_worker(workers), show)
+    runner = ScanRunner(definitions, per_scan_keys(all_assets), resources, instance)
+    outcomes = []
+    for key, uri in scans:
+        print(f"[{finished + 1}/{len(scans)}] {key}", flush=True)
+        outcome = runner.run(key, uri)
+        outcomes.append(outcome)
+        show(outcome)
+    return outcomes
+
+
+def cancel_unfinished_runs(instance: dg.DagsterInstance, since: datetime.datetime) -> None:
+    """Mark the runs this build started and did not finish (a killed worker's) as canceled in the instance."""
+    unfinished = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+    try:
+        for run in instance.get_runs(dg.RunsFilter(statuses=unfinished, created_after=since)):
+            instance.report_run_canceled(run, message="scan2qa build was stopped by a signal")
+    except Exception:  # noqa: BLE001 - the build is stopping; its one line matters more than this record
+        pass
+
+
 def scan_notes_lines(config: Config, report: BuildReport) -> list[str]:
     """Per-scan warnings of the scans built, then what the release leaves out (``pipeline.scene.scan_notes``)."""
     warnings = read_scan_warnings(config.tables_root, report.ok, config.storage_options)
@@ -349,16 +378,56 @@ def observe_verdicts(assets, resources, instance) -> None:
         defs.resolve_job_def(job.name).execute_in_process(
             run_config=QUIET_RUN_CONFIG, instance=instance, raise_on_error=False
         )
+        raise_if_interrupted()
+
+
+def no_scans_line(config: Config) -> str:
+    """Why a build found nothing: the scans root is missing, is a file, or holds no scan."""
+    try:
+        root = upath(config.scans_root, config.storage_options)
+        if not root.exists():
+            return f"the scans root {config.scans_root} does not exist"
+        if not root.is_dir():
+            return f"the scans root {config.scans_root} is a file, not a folder of scans"
+    except OSError as exc:
+        return f"the scans root {config.scans_root} cannot be read ({exc.strerror or exc})"
+    return f"no scans found under {config.scans_root}"
+
+
+def latest_release(config: Config) -> str | None:
+    """The version ``LATEST`` names, or None (no release yet, or the root cannot be read)."""
+    try:
+        pointer = upath(config.releases_root, config.storage_options) / "LATEST"
+        return pointer.read_text().strip() if pointer.exists() else None
+    except OSError:
+        return None
+
+
+def interrupt_note(config: Config, latest_before: str | None) -> str:
+    """What a stopped build left: nothing published, unless the release was published before the signal."""
+    latest = latest_release(config)
+    if latest is not None and latest != latest_before:
+        return f": release {latest} had already been published as latest"
+    return ": nothing published, latest unchanged; the next build starts again"
 
 
 def run(args: argparse.Namespace) -> int:
+    # The same locations as the code location (resources.storage.StorageResource.from_env): flags win.
+    args.scans = args.scans or os.environ.get("SCAN2QA_SCANS", "").strip() or None
+    args.out = args.out or os.environ.get("SCAN2QA_OUT", "").strip() or None
     # The code versions Dagster records cover the config the assets read (assets.catalog), which they take from
     # SCAN2QA_CONFIG: for this command's runs that is --config.
     previous = os.environ.get("SCAN2QA_CONFIG")
     if args.config:
         os.environ["SCAN2QA_CONFIG"] = str(Path(args.config).resolve())
     try:
-        return _run(args)
+        config = load_config(args.config, scans_root=args.scans, output_root=args.out)
+        latest_before = latest_release(config)
+        try:
+            return _run(args, config)
+        except Interrupted as stop:
+            stop.note = interrupt_note(config, latest_before)
+            raise
     finally:
         if previous is None:
             os.environ.pop("SCAN2QA_CONFIG", None)
@@ -366,11 +435,13 @@ def run(args: argparse.Namespace) -> int:
             os.environ["SCAN2QA_CONFIG"] = previous
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, config: Config) -> int:
     # Progress lines are the interface here; Dagster's notes about beta APIs are for developers, not for builds.
     for category in (dg.BetaWarning, dg.PreviewWarning):
         warnings.filterwarnings("ignore", category=category)
-    config = load_config(args.config, scans_root=args.scans, output_root=args.out)
+    problem = output_root_problem(config.output_root)
+    if problem:
+        raise ConfigError(problem)
     demo = not (args.scans or args.config)
     if demo and not discover_scans(config.scans_root, config.storage_options):
         problem = generate_demo_scans(config)
@@ -380,7 +451,7 @@ def _run(args: argparse.Namespace) -> int:
     workers = args.workers or default_workers()
     report = build(config, args.config or "", workers=workers)
     if not report.ok and not report.failed:
-        print(f"no scans found under {config.scans_root}")
+        print(no_scans_line(config))
         return 1
     for line in output_summary(config):
         print(line)

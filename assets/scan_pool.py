@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from pipeline.config import Config
 
-
+WORKER_GRACE_SECONDS = 2.0  # for a stopped worker to end its interrupted run before it is killed
 
 @dataclass(frozen=True)
 class ScanOutcome:
@@ -90,13 +90,36 @@ def _start_worker(config: Config, config_file: str, keys: list[str], threads: in
 
     import dagster as dg
 
+    from pipeline.interrupts import exit_quietly_on_signals
     from pipeline.threads import limit_threads
 
+    exit_quietly_on_signals()  # a Ctrl-C reaches the workers too: the parent reports it, once
     limit_threads(threads)
     for category in (dg.BetaWarning, dg.PreviewWarning):
         warnings.filterwarnings("ignore", category=category)
     global _runner
     _runner = ScanRunner.open(config, config_file, keys)
+
+
+def stop_workers(pool: ProcessPoolExecutor, grace: float = WORKER_GRACE_SECONDS) -> None:
+    """End every worker of ``pool`` now: SIGTERM, then SIGKILL for those still there after ``grace``.
+
+    Leaving it to ``shutdown`` would wait for the scans in flight to finish, and a parent that exits first
+    leaves its workers running with no parent. A worker inside a run may not get to end it (Dagster's own
+    interrupt is not reliable inside native calls), so the build marks the runs it leaves as canceled
+    (``assets.build``). Dagster's log-tailing children of a worker end themselves once it is gone.
+    """
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    deadline = time.monotonic() + grace
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join(5.0)
 
 
 def _run_in_worker(key: str, uri: str) -> ScanOutcome:
@@ -141,8 +164,8 @@ def _pool_round(
                     on_outcome(outcome)
                 if broken:
                     return sorted(in_flight.values()), waiting
-        except KeyboardInterrupt:
-            pool.shutdown(wait=False, cancel_futures=True)
+        except KeyboardInterrupt:  # SIGINT or SIGTERM (pipeline.interrupts): stop the workers before leaving
+            stop_workers(pool)
             raise
     return [], []
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 
 from pipeline.errors import ConfigError, ScanError, StorageUnreachable, TableError
+from pipeline.interrupts import Interrupted, stop_on_signals
 
 # Plain text: argparse prints help verbatim, so no reStructuredText/Markdown markup here.
 DESCRIPTION = "scan2qa: 3D indoor scans to video spatial-reasoning benchmarks (ReVSI, VSI-Bench, PinpointQA)."
@@ -39,7 +42,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def os_error_line(exc: OSError) -> str:
+    """``<path>: <cause>`` (``No space left on device``, ``Read-only file system``, ...), whatever raised it."""
+    where = exc.filename if exc.filename is not None else ""
+    if exc.filename2 is not None:
+        where = f"{where} -> {exc.filename2}"
+    cause = exc.strerror or str(exc) or type(exc).__name__
+    return f"{where}: {cause}" if where else cause
+
+
 def main(argv: list[str] | None = None) -> int:
+    from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         parser = build_parser()
@@ -55,10 +68,21 @@ def main(argv: list[str] | None = None) -> int:
     module.add_arguments(parser)
     args = parser.parse_args(argv[1:])
     try:
-        return int(module.run(args) or 0)
+        with stop_on_signals():
+            return int(module.run(args) or 0)
     except (ScanError, ConfigError, TableError, StorageUnreachable, FileNotFoundError) as exc:
         print(f"scan2qa {name}: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # out of space, read-only, permission, a file where a folder must be: one line
+        print(f"scan2qa {name}: error: {os_error_line(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:  # Interrupted (SIGINT/SIGTERM), or a KeyboardInterrupt raised by a library
+        stopped = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
+        print(f"scan2qa {name}: stopped by {stopped.signal_name}{stopped.note}", file=sys.stderr, flush=True)
+        if from_command_line:  # the process is this command: leave now, not after a full interpreter teardown
+            sys.stdout.flush()
+            os._exit(stopped.exit_status)
+        return stopped.exit_status
 
 
 if __name__ == "__main__":

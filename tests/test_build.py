@@ -91,6 +91,7 @@ def test_all_failed_or_nothing_found_exit_non_zero(tmp_path, scene_graph, capsys
         r"\d+ vertices have NaN or inf coordinates",
         printed,
     )
+    (tmp_path / "empty").mkdir()
     assert main(["build", "--scans", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) != 0
     assert "no scans found under" in capsys.readouterr().out
 

@@ -241,3 +241,9 @@ def test_export_is_deterministic(release, tmp_path):
         b = (tmp_path / "b" / config / "test-00000-of-00001.parquet").read_bytes()
         assert a == b
     assert qa_frame([]).height == 0
+
+
+def test_an_export_says_how_many_dummy_video_questions_it_left_out(release, tmp_path, capsys):
+    assert main(["export", "--format", "vlmevalkit", "--release", str(release.root), "--out", str(tmp_path / "v")]) == 0
+    err = capsys.readouterr().err
+    assert "left out 1 revsi questions on dummy videos: the vlmevalkit layout holds real videos only" in err, err

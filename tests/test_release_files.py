@@ -7,6 +7,7 @@ a killed build lying in ``releases/``; the tests read what it left.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -116,6 +117,8 @@ def test_manifest_names_only_paths_inside_the_release(built):
     assert outside == [], f"manifest entries naming paths outside the release: {outside[:5]}"
     videos = json.loads((built.release / "videos_manifest.json").read_text())
     assert videos and all((built.release / v["path"]).is_file() for v in videos)
+    # Each video carries its checksum, so a copied or downloaded release can be verified file by file.
+    assert all(v["sha256"] == hashlib.sha256((built.release / v["path"]).read_bytes()).hexdigest() for v in videos)
     assert manifest["videos"] == len(videos)
 
 

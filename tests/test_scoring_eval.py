@@ -220,3 +220,10 @@ def test_eval_out_prints_a_summary_and_writes_the_full_report(tmp_path, capsys):
 def test_help_is_plain_text(capsys):
     assert main(["--help"]) == 0
     assert "`" not in capsys.readouterr().out
+
+
+def test_a_repeated_prediction_id_is_an_error_naming_both_lines(tmp_path):
+    path = tmp_path / "preds.jsonl"
+    path.write_text('{"id": "q1", "prediction": "A"}\n{"id": "q2", "prediction": "B"}\n{"id": "q1", "prediction": "C"}\n')
+    with pytest.raises(ScanError, match=r"line 3: id q1 already predicted on line 1"):
+        load_predictions(path)

@@ -9,6 +9,8 @@ from dataclasses import replace
 
 import polars as pl
 
+from pipeline.errors import ConfigError
+from pipeline.output_paths import output_root_problem
 from pipeline.exports.pinpointqa import export_pinpointqa
 from pipeline.exports.revsi import export_revsi
 from pipeline.exports.vlmevalkit import export_vlmevalkit
@@ -28,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_release_argument(parser, "release folder holding tables/qa.parquet and videos/")
     parser.add_argument("--out", required=True, help="folder to write the export into")
     parser.add_argument("--profile", help="question profile to export (default: the format's own)")
-    parser.add_argument("--budget", default="all", help="frame budget for the vsibench format (default: all)")
+    parser.add_argument("--budget", default="all", help="frame budget for the vsibench format, which holds one (default: all, the all-frames budget)")
     parser.add_argument("--copy", action="store_true", help="copy videos instead of hard-linking them")
     parser.add_argument(
         "--dataset",
@@ -43,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = output_root_problem(str(args.out))
+    if problem:
+        raise ConfigError(problem)
     release = load_release(args.release)
     if args.samplers:  # one more config per sampler: <label>_frame (lmms-eval task scan2qa_revsi_<label>_frame)
         from pipeline.sampling.command import sampled_folders, with_sampled
@@ -64,4 +69,22 @@ def run(args: argparse.Namespace) -> int:
     total = sum(counts.values())
     print(f"exported {total} {profile} questions in {args.format} layout ({len(counts)} files) to {args.out}",
           file=sys.stderr)
+    for line in left_out_lines(release, profile, args):
+        print(line, file=sys.stderr)
     return 0
+
+
+def left_out_lines(release, profile: str, args: argparse.Namespace) -> list[str]:
+    """What the export did not write, said rather than silently dropped: dummy-video questions, other budgets."""
+    qa = release.qa.filter(pl.col("profile") == profile)
+    lines = []
+    dummy = qa.filter(pl.col("video_kind").fill_null("real") != "real").height
+    if dummy:
+        lines.append(f"left out {dummy} {profile} questions on dummy videos: the {args.format} layout holds real "
+                     f"videos only (they stay in the release's qa.parquet)")
+    if args.format == "vsibench":
+        others = sorted(set(qa["budget"].unique().to_list()) - {args.budget})
+        if others:
+            lines.append(f"exported budget {args.budget} only (the vsibench layout holds one); "
+                         f"also in the release: {', '.join(others)} (--budget B)")
+    return lines

@@ -99,9 +99,10 @@ def config_digest(config: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _sha256(path: Path) -> str:
+def _sha256(path) -> str:
+    """Of a local file, or of an object-store path (anything with ``open``), read in 1 MiB chunks."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with (open(path, "rb") if isinstance(path, (str, Path)) else path.open("rb")) as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
@@ -222,7 +223,7 @@ def _stage_and_rename(staging, final, version, tables, table_bytes, config, chec
     video_entries = []
     for rel, src in sorted((videos or {}).items()):
         if not isinstance(src, Path):  # on an object store: copied store-side by ``publish``
-            video_entries.append({"path": rel, "bytes": src.stat().st_size})
+            video_entries.append({"path": rel, "bytes": src.stat().st_size, "sha256": _sha256(src)})
             continue
         dst = staging / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -231,7 +232,7 @@ def _stage_and_rename(staging, final, version, tables, table_bytes, config, chec
         except OSError:
             shutil.copy2(src, dst)
         storage.make_shareable(dst)  # the link shares the source's inode: a 0600 video of an older build
-        video_entries.append({"path": rel, "bytes": dst.stat().st_size})
+        video_entries.append({"path": rel, "bytes": dst.stat().st_size, "sha256": _sha256(dst)})
     (staging / "videos_manifest.json").write_text(json.dumps(video_entries, indent=1))
     if extra_files:
         extra_files(staging, version)

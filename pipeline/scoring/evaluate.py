@@ -42,7 +42,9 @@ def _lmms_eval_sample(record: dict) -> tuple[str, object] | None:
 
 
 def load_predictions(path: str | Path) -> dict[str, str]:
-    """Read JSONL ``{"id": ..., "prediction": ...}``; a repeated id keeps its last prediction.
+    """Read JSONL ``{"id": ..., "prediction": ...}``; a repeated id is an error naming both lines.
+
+    Which of two answers to score is not ours to guess (a rerun appended to an old file, a merge gone wrong).
 
     lmms-eval ``--log_samples`` files of an exported task are read too (the doc's ``id`` and its first
     filtered response), so a harness run can be rescored here, e.g. in robust mode, without conversion.
@@ -51,6 +53,7 @@ def load_predictions(path: str | Path) -> dict[str, str]:
     if not path.exists():
         raise FileNotFoundError(f"predictions file not found: {path}")
     predictions: dict[str, str] = {}
+    first_line: dict[str, int] = {}
     with open(path, encoding="utf-8") as fh:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
@@ -63,6 +66,10 @@ def load_predictions(path: str | Path) -> dict[str, str]:
             if sample is None and (not isinstance(record, dict) or "id" not in record or "prediction" not in record):
                 raise ScanError("predictions", str(path), f"line {number}: expected an object with id and prediction")
             qid, prediction = sample if sample is not None else (str(record["id"]), record["prediction"])
+            if qid in first_line:
+                raise ScanError("predictions", str(path),
+                                f"line {number}: id {qid} already predicted on line {first_line[qid]}")
+            first_line[qid] = number
             predictions[qid] = "" if prediction is None else str(prediction)
     return predictions
 

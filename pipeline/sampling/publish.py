@@ -24,6 +24,8 @@ class SampledBlocked(Exception):
 
 
 def publish_sampled(config: Config) -> list[dict]:
+    if not config.samplers:
+        return []  # nothing configured: nothing to publish, whatever the output root
     root = Path(config.output_root)
     if "://" in str(config.output_root):
         raise ConfigError(f"{config.output_root}: sampled benchmarks are published on local output roots only")

@@ -275,31 +275,23 @@ def write_task_folder(
     if dummy_configs:
         dummy_template = _TEMPLATE_YAML.format(metric_list="", **prompts).replace("metric_list:\n\n", "")
         write_text(folder / "_dummy_template_yaml", dummy_template)
+    _write_task_group(folder, TASK_PREFIX, configs)
+    _write_task_group(folder, f"{TASK_PREFIX}_sampled", sampled_configs)
+    _write_task_group(
+        folder, f"{TASK_PREFIX}_dummy", dummy_configs, "_dummy_template_yaml",
+        lambda name: "\n".join(_metric_entry(m, m not in metrics.DUMMY_LOWER_IS_BETTER) for m in dummy_metrics[name]),
+    )
+    write_text(folder / "utils.py", utils_source([n for n, _ in [*configs, *sampled_configs]], dummy_metrics))
+    return folder
+
+
+def _write_task_group(folder: Path, group: str, configs, template: str = "_default_template_yaml", metric_entries=None) -> None:
+    """One task YAML per config on ``template``, and the group naming them (none when empty): the budgets', the
+    samplers' and the dummy probes' groups are built alike; ``metric_entries(name)`` gives a config's own metrics."""
     tasks = []
     for name, _ in configs:
         task = f"{TASK_PREFIX}_{name}"
         tasks.append(task)
-        write_text(folder / f"{task}.yaml", _task_yaml(task, name, "_default_template_yaml"))
+        write_text(folder / f"{task}.yaml", _task_yaml(task, name, template, metric_entries(name) if metric_entries else None))
     if tasks:
-        write_text(folder / f"{TASK_PREFIX}.yaml", f"group: {TASK_PREFIX}\ntask:\n" + "".join(f"- {t}\n" for t in tasks))
-    sampled_tasks = []
-    for name, _ in sampled_configs:
-        task = f"{TASK_PREFIX}_{name}"
-        sampled_tasks.append(task)
-        write_text(folder / f"{task}.yaml", _task_yaml(task, name, "_default_template_yaml"))
-    if sampled_tasks:
-        group = f"{TASK_PREFIX}_sampled"
-        write_text(folder / f"{group}.yaml", f"group: {group}\ntask:\n" + "".join(f"- {t}\n" for t in sampled_tasks))
-    dummy_tasks = []
-    for name, _ in dummy_configs:
-        task = f"{TASK_PREFIX}_{name}"
-        dummy_tasks.append(task)
-        entries = "\n".join(
-            _metric_entry(m, m not in metrics.DUMMY_LOWER_IS_BETTER) for m in dummy_metrics[name]
-        )
-        write_text(folder / f"{task}.yaml", _task_yaml(task, name, "_dummy_template_yaml", entries))
-    if dummy_tasks:
-        group = f"{TASK_PREFIX}_dummy"
-        write_text(folder / f"{group}.yaml", f"group: {group}\ntask:\n" + "".join(f"- {t}\n" for t in dummy_tasks))
-    write_text(folder / "utils.py", utils_source([n for n, _ in [*configs, *sampled_configs]], dummy_metrics))
-    return folder
+        write_text(folder / f"{group}.yaml", f"group: {group}\ntask:\n" + "".join(f"- {t}\n" for t in tasks))

@@ -66,10 +66,13 @@ def assert_matches_local_build(cluster: LocalCluster, tmp_path: Path) -> None:
     config = tmp_path / "local.yaml"
     config.write_text(yaml.safe_dump({"scans_root": cluster.uri("scans"), "output_root": str(local),
                                       "storage_options": cluster.storage_options}))
-    env = {k: v for k, v in cluster.environment().items() if not k.startswith("DAGSTER_")}
+    # The deployment's SCAN2QA_SCANS/OUT/EXECUTOR would win over the file (environment before config file) and
+    # send this build into the bucket on Celery; only the S3 credentials are kept.
+    env = {k: v for k, v in cluster.environment().items() if not k.startswith(("DAGSTER_", "SCAN2QA_"))}
     build = scan2qa("build", "--config", str(config), "--workers", "2", env=env)
     printed, _ = build.communicate(timeout=1800)  # 9 min seen beside a running cluster on a loaded machine
     assert build.returncode == 0, f"scan2qa build exited {build.returncode}:\n{printed}"
+    assert str(local) in printed, f"the local build did not write under {local}:\n{printed}"
     bucket = upath(cluster.uri("out"), cluster.storage_options)
     bucket.fs.invalidate_cache()
     remote = digests(bucket.fs, f"{cluster.bucket}/out/tables")

@@ -250,6 +250,14 @@ def output_summary(config: Config) -> list[str]:
     return lines
 
 
+def output_inside_scans_line(config: Config) -> str:
+    """What a build says when its output root lies below its scans root (discovery leaves it out)."""
+    return (
+        f"the output root {config.output_root} is inside the scans root {config.scans_root}: "
+        "discovery leaves it out (it holds this build's output, not scans)"
+    )
+
+
 def release_summary(config: Config) -> list[str]:
     """The latest release and the files a reviewer opens: manifest, report, Data Docs."""
     releases = upath(config.releases_root, config.storage_options)
@@ -273,8 +281,13 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
     from resources.storage import StorageResource
 
     report = BuildReport()
-    found = discover(config.scans_root, config.storage_options, allow_links_outside_root=config.allow_links_outside_root)
+    found = discover(
+        config.scans_root, config.storage_options,
+        allow_links_outside_root=config.allow_links_outside_root, exclude=config.output_root,
+    )
     scans, report.skipped = found.scans, found.skipped
+    if found.excluded is not None:
+        print(output_inside_scans_line(config), flush=True)
     for line in report.skipped:
         print(f"skipped under the scans root: {line}", flush=True)
     if not scans:

@@ -55,6 +55,7 @@ def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource
         DiscoveryState.from_cursor(context.cursor),
         max_scans=config.discovery.max_scans_per_tick,
         max_seconds=config.discovery.max_seconds_per_tick,
+        exclude=config.output_root,
     )
     context.log.info(f"scan_discovery: {tick.summary()}")
     registered = set(context.instance.get_dynamic_partitions(scan_partitions.name))

@@ -172,6 +172,13 @@ def singular_pose(folder: Path) -> None:
     set_pose(folder, 2, pose)
 
 
+def far_pose(folder: Path) -> None:
+    """A rigid pose 1e308 m away: finite, so only the camera bound drops it (issue 27)."""
+    pose = np.eye(4)
+    pose[0, 3] = 1e308
+    np.savetxt(folder / "pose" / "2.txt", pose)  # "%.18e": 1e308 as written, not 309 digits
+
+
 def image(data: bytes) -> Callable[[Path], None]:
     return lambda folder: replace(folder / "color" / "2.jpg", data)
 
@@ -306,6 +313,7 @@ CASES: tuple[Case, ...] = (
     Case("same_scene_twice", 5, "skip", "zz_copies/synth0000_00", "already found", duplicate_scene),
     Case("nan_pose", 5, "warn", "pose/2.txt", "NaN/inf pose", broken(nan_pose)),
     Case("singular_pose", 5, "warn", "pose/2.txt", "not a rotation", broken(singular_pose)),
+    Case("pose_1e308_metres_away", 5, "warn", "pose/2.txt", "outside the scene's bounding box", broken(far_pose)),
     Case("image_truncated", 5, "warn", "color/2.jpg", "truncated JPEG", broken(truncated_image)),
     Case("image_empty", 5, "warn", "color/2.jpg", "empty file", broken(image(b""))),
     Case("image_garbage", 5, "warn", "color/2.jpg", "not a JPEG or PNG", broken(image(bytes(range(256)) * 8))),

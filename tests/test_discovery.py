@@ -298,3 +298,53 @@ def test_first_format_cursor_is_taken_over_without_reruns(tmp_path):
     assert [key for key, _, _ in first.changed] == ["synthetic/synth0001_00"]  # only the scan the old cursor lacked
     bump(root / "synth0000_00" / "synth0000_00_vh_clean_2.ply")
     assert [key for key, _, _ in tick(root, first.state).changed] == ["synthetic/synth0000_00"]
+
+
+# --- the output root inside the scans root (issue 27, item 6) -------------------------------------------------------
+
+
+def test_folder_below_compares_resolved_paths_and_uris(tmp_path, monkeypatch):
+    from pipeline.scene.discovery import folder_below
+
+    root = tmp_path / "scans"
+    root.mkdir()
+    assert folder_below(str(root), str(root / "out")) == "out"
+    assert folder_below(str(root), str(root / "a" / ".." / "b" / "out")) == "b/out"
+    assert folder_below(str(root), str(root)) is None  # the root itself is not below it
+    assert folder_below(str(root), str(tmp_path / "scans-out")) is None  # a sibling sharing the prefix
+    assert folder_below(str(root), None) is None
+    monkeypatch.chdir(tmp_path)
+    assert folder_below("scans", "./scans/out") == "out"
+    (tmp_path / "alias").symlink_to(root)
+    assert folder_below(str(root), str(tmp_path / "alias" / "out")) == "out"
+    assert folder_below("s3://bucket/scans", "s3://bucket/scans/build/out/") == "build/out"
+    assert folder_below("s3://bucket/scans", "s3://other/scans/out") is None
+    assert folder_below("s3://bucket/scans", str(root / "out")) is None
+
+
+def test_an_output_root_below_the_scans_root_is_neither_a_scan_nor_skipped(tmp_path):
+    from pipeline.scene.discovery import discover
+
+    root = tmp_path / "scans"
+    write_scan(root, "synth0000_00")
+    for folder in ("out/tables/scans", "group/out2/videos", "group/junk"):
+        (root / folder).mkdir(parents=True)
+    plain = discover(str(root))
+    assert sorted(line.split(":")[0] for line in plain.skipped) == ["group", "out"] and plain.excluded is None
+    top = discover(str(root), exclude=str(root / "out"))
+    assert [line.split(":")[0] for line in top.skipped] == ["group"] and top.excluded == "out"
+    nested = discover(str(root), exclude=str(root / "group" / "out2"))
+    # The folder holding the output is not reported for it; what else it holds still is.
+    assert sorted(line.split(":")[0] for line in nested.skipped) == ["group/junk", "out"]
+    assert nested.excluded == "group/out2"
+    assert [key for key, _ in top.scans] == [key for key, _ in plain.scans] == ["synthetic/synth0000_00"]
+    beside = discover(str(root), exclude=str(tmp_path / "out"))
+    assert beside.skipped == plain.skipped and beside.excluded is None
+
+
+def test_the_discovery_tick_leaves_the_output_root_out_too(tmp_path):
+    root = tmp_path / "scans"
+    write_scan(root, "synth0000_00")
+    (root / "out" / "tables").mkdir(parents=True)
+    assert [line.split(":")[0] for line in tick(root, DiscoveryState()).skipped] == ["out"]
+    assert tick(root, DiscoveryState(), exclude=str(root / "out")).skipped == []

@@ -14,6 +14,10 @@ end up in a video. So, right after a reader returns:
   intrinsics file;
 * a finite pose that is not rigid drops its frame like a NaN pose does (SPEC
   §1: dropped, counted), with one warning naming the first such pose file;
+* so does a rigid pose whose camera lies more than ``MAX_CAMERA_DISTANCE_M``
+  (1 km) outside the scene's bounding box (its mesh, else its objects' boxes):
+  finite but absurd (a translation of 1e308 m) it would be kept as a valid
+  frame, sampled into every budget, and overflow the distances computed from it;
 * colour image files are checked from their header and tail (no decode):
   ``image_problem`` says what is wrong, and the reader drops that frame with a
   warning (``pipeline.scene.readers.scannet_frames``).
@@ -34,6 +38,9 @@ from pipeline.errors import ScanError
 # or hostile, and OpenCV would try to allocate it.
 MAX_IMAGE_PIXELS = 50_000_000
 ROTATION_TOLERANCE = 1e-2  # largest |RᵀR - I| of a rigid pose (stored poses carry ~6 decimals)
+# Farthest a camera may be from the scene's bounding box: an indoor scan's camera is inside it or a few metres out,
+# so anything beyond a kilometre is a corrupt pose, not a camera that saw the scene.
+MAX_CAMERA_DISTANCE_M = 1000.0
 HEAD_BYTES = 1 << 12  # enough for the frame header of a JPEG without EXIF (ScanNet's exports) ...
 LONG_HEAD_BYTES = 1 << 16  # ... and with EXIF/APP segments in front of it
 
@@ -79,16 +86,53 @@ def rigid_problem(pose: np.ndarray) -> str | None:
     if np.abs(pose[3] - [0, 0, 0, 1]).max() > 1e-6:
         return "projective (last row is not 0 0 0 1)"
     rotation = pose[:3, :3]
-    deviation = float(np.abs(rotation.T @ rotation - np.eye(3)).max())
-    if deviation > ROTATION_TOLERANCE:
+    with np.errstate(over="ignore", invalid="ignore"):  # huge entries overflow to inf or NaN: not rigid either way
+        deviation = float(np.abs(rotation.T @ rotation - np.eye(3)).max())
+    if not deviation <= ROTATION_TOLERANCE:
         return f"not a rotation plus translation (max |RᵀR - I| = {deviation:.3g}: singular, scaled or sheared)"
     if np.linalg.det(rotation) < 0:
         return "a reflection (det < 0)"
     return None
 
 
+def scene_bounds(parsed) -> tuple[np.ndarray, np.ndarray] | None:
+    """(lo, hi) corners of the scene's axis-aligned bounding box: its mesh's finite vertices, else its objects' boxes."""
+    points = parsed.mesh.vertices if parsed.mesh is not None else np.zeros((0, 3))
+    if len(points) == 0:
+        corners = [obj.box.corners() for obj in parsed.objects if obj.box is not None]
+        points = np.concatenate(corners) if corners else np.zeros((0, 3))
+    points = np.asarray(points, dtype=float).reshape(-1, 3)
+    points = points[np.all(np.isfinite(points), axis=1)]
+    if len(points) == 0:
+        return None
+    return points.min(axis=0), points.max(axis=0)
+
+
+def distance_outside(position: np.ndarray, bounds: tuple[np.ndarray, np.ndarray]) -> float:
+    """Metres from ``position`` to the box ``bounds`` (0 inside); inf when that overflows."""
+    lo, hi = bounds
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = np.maximum(np.maximum(lo - position, position - hi), 0.0)
+        distance = float(np.sqrt(np.sum(gap * gap)))
+    return distance if np.isfinite(distance) else float("inf")
+
+
+def far_camera_problem(pose: np.ndarray, bounds: tuple[np.ndarray, np.ndarray] | None) -> str | None:
+    """Why a rigid pose puts its camera beyond ``MAX_CAMERA_DISTANCE_M`` of the scene's box, or None."""
+    if bounds is None:
+        return None
+    position = np.asarray(pose, dtype=float)[:3, 3]
+    distance = distance_outside(position, bounds)
+    if distance <= MAX_CAMERA_DISTANCE_M:
+        return None
+    at = ", ".join(f"{x:.4g}" for x in position)
+    how_far = f"{distance:.4g} m" if np.isfinite(distance) else "too far to measure (the distance overflows)"
+    return f"camera at ({at}) is {how_far} outside the scene's bounding box (limit {MAX_CAMERA_DISTANCE_M:g} m)"
+
+
 def check_frames(parsed, files: FrameFiles) -> None:
-    """Fail the scan on an unusable camera; drop frames whose finite pose is not rigid, with one warning."""
+    """Fail the scan on an unusable camera; drop frames whose finite pose is not rigid or puts the camera beyond
+    ``MAX_CAMERA_DISTANCE_M`` of the scene, with one warning for each of the two."""
     key = parsed.key
     for frame in parsed.frames:
         problem = intrinsics_problem(frame.intrinsics, frame.width, frame.height)
@@ -107,6 +151,21 @@ def check_frames(parsed, files: FrameFiles) -> None:
         parsed.warnings.append(
             f"{len(dropped)} of {len(parsed.frames)} frames have a pose that is not a rigid transform and are dropped "
             f"(first: {files.pose(index)}: {problem})"
+        )
+    bounds = scene_bounds(parsed) if any(frame.valid for frame in parsed.frames) else None
+    far: list[tuple[int, str]] = []
+    for frame in parsed.frames:
+        if not frame.valid:
+            continue
+        problem = far_camera_problem(frame.pose, bounds)
+        if problem:
+            far.append((frame.frame_index, problem))
+            frame.pose = np.full((4, 4), np.nan)
+    if far:
+        index, problem = far[0]
+        parsed.warnings.append(
+            f"{len(far)} of {len(parsed.frames)} frames have a camera more than {MAX_CAMERA_DISTANCE_M:g} m outside "
+            f"the scene and are dropped (first: {files.pose(index)}: {problem})"
         )
 
 

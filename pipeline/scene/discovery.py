@@ -60,6 +60,10 @@ minutes per tick at ScanNet scale) and, on S3, one paginated list request per
 
 ``full_listing_fingerprint`` keeps the old every-file fingerprint as the
 baseline of ``scan2qa bench discovery``.
+
+An output root inside the scans root (``--out scans/out``) is left out of the
+walk by itself (``exclude``): it holds no scans, and listing it as a skipped
+folder would put the build's own output in its manifest.
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ import hashlib
 import json
 import math
 import os
+import posixpath
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -247,11 +252,14 @@ def _walk(
     deadline: float = math.inf,
     clock: Callable[[], float] = time.monotonic,
     allow_outside: bool = False,
+    exclude: str | None = None,
 ) -> _Walk:
     """Scan folders under ``base``; folders in ``known`` (relative path -> key) are taken without re-detection.
 
     Every folder not taken says why in ``problems``: a refused name or link, a folder no reader knows
-    (say, a scan whose mesh is missing), a scan found twice, a folder deeper than ``MAX_DEPTH``.
+    (say, a scan whose mesh is missing), a scan found twice, a folder deeper than ``MAX_DEPTH``. The folder
+    ``exclude`` (relative to ``base``: the output root) is neither walked nor reported, nor are the folders
+    above it for holding it.
     """
     if "" in known:
         return _Walk({known[""]: ""}, True) if base.is_dir() else _Walk({}, True)
@@ -270,6 +278,7 @@ def _walk(
         children = [
             f"{rel}/{name}" if rel else name for rel in level for name in _subfolder_names(_join(base, rel), rel, listing)
         ]
+        children = [rel for rel in children if rel != exclude]
         unknown = [rel for rel in children if rel not in known and rel not in groups]
         detected = _bounded_map(lambda rel: _detect_fresh(_join(base, rel)), unknown, workers, deadline, clock)
         datasets = dict(zip(unknown, detected))
@@ -302,6 +311,8 @@ def _walk(
     for rel in sorted(undetected, key=lambda r: (r.count("/"), r)):
         if any(rel.startswith(r + "/") for r in reported) or any(t.startswith(rel + "/") for t in taken):
             continue
+        if exclude is not None and exclude.startswith(rel + "/"):
+            continue  # it holds the output root; anything else in it is reported on its own
         if any(p.startswith(_printable(rel) + "/") for p in noted):
             continue
         reported.append(rel)
@@ -316,23 +327,54 @@ def _join(base: UPath, rel: str) -> UPath:
     return base.joinpath(*rel.split("/")) if rel else base
 
 
+def folder_below(root: str, location: str | None, storage_options: dict[str, Any] | None = None) -> str | None:
+    """``location`` relative to ``root`` ("a/b") when it lies strictly below it, else None.
+
+    Local paths are compared resolved (``os.path.realpath``: links and ``..`` followed, relative paths taken
+    from the working directory), so ``--out ./scans/out`` and ``--out /abs/scans/out`` are the same folder;
+    object-store URIs by their normalised paths within one bucket.
+    """
+    if not location:
+        return None
+    base, target = upath(root, storage_options), upath(location, storage_options)
+    if is_local(base) and is_local(target):
+        top, path = os.path.realpath(base.path), os.path.realpath(target.path)
+        if path != top and path.startswith(top.rstrip(os.sep) + os.sep):
+            return os.path.relpath(path, top).replace(os.sep, "/")
+        return None
+    if not within_root(root, location, storage_options):
+        return None
+    top = posixpath.normpath(base.path.rstrip("/") or "/").rstrip("/")
+    path = posixpath.normpath(target.path.rstrip("/") or "/")
+    return path[len(top) + 1 :] or None if path.startswith(top + "/") else None
+
+
 @dataclass
 class Discovery:
     scans: list[tuple[str, str]]  # (key, uri), sorted by key
     skipped: list[str]  # one line per folder under the root that was not taken, and why
+    excluded: str | None = None  # the folder left out by ``exclude`` (relative to the root), if it is inside
 
 
 def discover(
-    root: str, storage_options: dict[str, Any] | None = None, *, allow_links_outside_root: bool = False
+    root: str,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    allow_links_outside_root: bool = False,
+    exclude: str | None = None,
 ) -> Discovery:
     """Every scan folder under ``root`` and every folder skipped, with the reason; empty when the root is absent.
 
     A root that is itself a scan folder yields just that scan. Folders linked from outside the root
-    are refused unless ``allow_links_outside_root``.
+    are refused unless ``allow_links_outside_root``. ``exclude`` (the output root) is left out of the walk
+    when it lies below ``root``: not a scan, not a skipped folder; ``Discovery.excluded`` says so.
     """
     base = upath(root, storage_options)
-    walk = _walk(base, {}, 1 if is_local(base) else REMOTE_WORKERS, allow_outside=allow_links_outside_root)
-    return Discovery(sorted((key, str(_join(base, rel))) for key, rel in walk.found.items()), walk.problems)
+    excluded = folder_below(root, exclude, storage_options)
+    walk = _walk(
+        base, {}, 1 if is_local(base) else REMOTE_WORKERS, allow_outside=allow_links_outside_root, exclude=excluded
+    )
+    return Discovery(sorted((key, str(_join(base, rel))) for key, rel in walk.found.items()), walk.problems, excluded)
 
 
 def discover_scans(
@@ -537,11 +579,13 @@ def discovery_tick(
     max_seconds: float,
     workers: int | None = None,
     clock: Callable[[], float] = time.monotonic,
+    exclude: str | None = None,
 ) -> TickResult:
     """One bounded discovery step: find scans, fingerprint new ones and the next known ones in rotation.
 
     A scan is reported in ``changed`` when it is new or its fingerprint differs from the one in
-    ``state``; the returned state goes into the next tick.
+    ``state``; the returned state goes into the next tick. ``exclude`` (the output root) is left out of the
+    walk when it lies below ``root``, as in ``discover``.
     """
     start = clock()
     deadline = start + max_seconds
@@ -549,7 +593,7 @@ def discovery_tick(
     if workers is None:
         workers = 1 if is_local(base) else REMOTE_WORKERS
     known = {rel: key for key, (rel, _) in state.scans.items() if rel is not None}
-    walk = _walk(base, known, workers, deadline, clock)
+    walk = _walk(base, known, workers, deadline, clock, exclude=folder_below(root, exclude, storage_options))
     uris = {key: str(_join(base, rel)) for key, rel in walk.found.items()}
 
     previous = {key: state.scans[key][1] if key in state.scans else None for key in walk.found}

@@ -22,11 +22,11 @@ from pipeline.config import Config
 from pipeline.errors import ScanError
 from pipeline.scene.readers import multiscan, rscan, scannet
 from pipeline.scene.readers import arkitscenes, scannetpp
-from pipeline.scene.readers.file_checks import check_scan_folder
-from pipeline.scene.readers.layouts import scans_root_folders
+from pipeline.scene.readers.file_checks import check_scan_folder, scans_root_of, too_large
+from pipeline.scene.readers.labels import MAX_LABEL_MAP_BYTES
 from pipeline.frames.frame_checks import check_frames, frame_file_namer
 from pipeline.scene.parsed import ParsedScan
-from pipeline.storage import is_local, upath, within_root
+from pipeline.storage import is_local, upath
 
 
 @dataclass(frozen=True)
@@ -102,11 +102,20 @@ def checksum(files: list[Path], root: Path) -> str:
     return digest.hexdigest()
 
 
-def _copy_to_local(remote, config: Config) -> tuple[Path, Config]:
+def _get_label_map(fs, remote_path: str, local_path: str, key: str, name: str) -> None:
+    """Copy a remote label map, refusing one over the bound before any of it is downloaded."""
+    size = fs.size(remote_path)
+    if size is not None and size > MAX_LABEL_MAP_BYTES:
+        raise ScanError(key, name, too_large(size, MAX_LABEL_MAP_BYTES))
+    fs.get(remote_path, local_path)
+
+
+def _copy_to_local(remote, config: Config, key: str) -> tuple[Path, Config]:
     """Copy a remote scene folder (and the label maps next to it) into a fresh temporary folder.
 
     Returns the local folder and the config to read it with (a remote
-    ``label_map`` replaced by its local copy).
+    ``label_map`` replaced by its local copy). The local copies are then read
+    with the same checks as a local scans root's (``scannet.load_label_map``).
     """
     tmp = Path(tempfile.mkdtemp(prefix="scan2qa_scan_"))
     local = tmp / remote.name
@@ -115,27 +124,20 @@ def _copy_to_local(remote, config: Config) -> tuple[Path, Config]:
         fs.get(remote.path.rstrip("/") + "/", str(local) + "/", recursive=True)
         local.mkdir(exist_ok=True)
         # Scans-root files readers look for, copied next to the local scene where the readers look first.
-        label_maps = [c for c in scannet.label_map_candidates(remote) if c.exists()][:1]
-        metadata = [c for c in [remote.parent / arkitscenes.METADATA_NAME] if c.exists()]
-        for candidate in label_maps + metadata:
+        for candidate in [c for c in scannet.label_map_candidates(remote) if c.exists()][:1]:
+            _get_label_map(fs, candidate.path, str(tmp / candidate.name), key, candidate.name)
+        for candidate in [c for c in [remote.parent / arkitscenes.METADATA_NAME] if c.exists()]:
             fs.get(candidate.path, str(tmp / candidate.name))
         if config.label_map and "://" in str(config.label_map):
             label_map = upath(config.label_map, config.storage_options)
             local_map = tmp / "label_map" / label_map.name
             local_map.parent.mkdir()
-            label_map.fs.get(label_map.path, str(local_map))
+            _get_label_map(label_map.fs, label_map.path, str(local_map), key, str(config.label_map))
             config = dataclasses.replace(config, label_map=str(local_map))
     except Exception:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return local, config
-
-
-def _scans_root_of(folder: Path, config: Config) -> str:
-    """The configured scans root when the scan is below it, else the scan's own download top (parent or above)."""
-    if within_root(config.scans_root, str(folder)):
-        return config.scans_root
-    return str(scans_root_folders(folder)[-1])
 
 
 def read_scan(path_or_uri, config: Config) -> ParsedScan:
@@ -151,9 +153,9 @@ def read_scan(path_or_uri, config: Config) -> ParsedScan:
     reader, dataset = found
     if is_local(folder):
         local, tmp = Path(folder.path), None
-        check_scan_folder(local, f"{dataset}/{folder.name}", _scans_root_of(local, config), config.allow_links_outside_root)
+        check_scan_folder(local, f"{dataset}/{folder.name}", scans_root_of(local, config), config.allow_links_outside_root)
     else:
-        local, config = _copy_to_local(folder, config)
+        local, config = _copy_to_local(folder, config, f"{dataset}/{folder.name}")
         tmp = local.parent
     try:
         parsed, files = reader.read(local, config, source_uri=source_uri)

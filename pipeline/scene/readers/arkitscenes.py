@@ -321,7 +321,7 @@ def read_arkitscenes(folder: Path, config: Config, *, source_uri: str | None = N
     anno_path = folder / annotation_name(scene_id)
     objects, anno_warnings = read_annotation(anno_path, key)
     warnings += anno_warnings
-    label_map, label_map_path = optional_label_map(folder, config, key)
+    label_map, label_map_path = optional_label_map(folder, config, key, warnings)
     apply_label_map(objects, label_map)
     files += [label_map_path] if label_map_path else []
     mesh_path = folder / mesh_name(scene_id)

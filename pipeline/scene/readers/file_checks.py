@@ -15,6 +15,11 @@ the entry type without opening anything):
 Every refusal is a ``ScanError`` naming the scan, the entry relative to the
 scan folder and what it is, so the build reports one line instead of hanging
 or reading elsewhere.
+
+Files the scans root holds beside its scans (the label map) are read through
+``read_root_file``: the same refusals (a link leaving the root, a special file,
+checked from ``os.stat`` before anything is opened and again on the opened
+descriptor) plus a size bound, since one such file is read by every scan.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ import os
 import stat
 from pathlib import Path
 
+from pipeline.config import Config
 from pipeline.errors import ScanError
+from pipeline.scene.readers.layouts import scans_root_folders
+from pipeline.storage import within_root
 
 # Scan folders are shallow (ScanNet: color/, pose/, ...; ARKitScenes: <id>_frames/lowres_wide/); a folder nested
 # deeper than this is not read by any reader, so it is not walked.
@@ -103,3 +111,71 @@ def check_scan_folder(folder: Path, key: str, root: str, allow_outside: bool = F
             raise ScanError(key, name, f"{kind_of(mode)}, not a regular file: refused before opening")
 
     visit(str(folder), "", 0)
+
+
+def scans_root_of(folder: Path, config: Config) -> str:
+    """The configured scans root when the scan is below it, else the scan's own download top (parent or above)."""
+    if within_root(config.scans_root, str(folder)):
+        return config.scans_root
+    return str(scans_root_folders(folder)[-1])
+
+
+def root_file_region(path: Path, root: str) -> str:
+    """Where a scans-root file's link may point: the scans root, or the folder holding the file when that folder is
+    above the root (ScanNet's label map sits above ``scans/`` in its download), both resolved."""
+    root_real = os.path.realpath(root)
+    folder_real = os.path.realpath(path.parent)
+    return folder_real if inside(root_real, folder_real) else root_real
+
+
+def too_large(size: int, max_bytes: int) -> str:
+    return f"{size} bytes, more than the {max_bytes} bytes such a file may have: refused before reading"
+
+
+def read_root_file(
+    path: Path, key: str, name: str, max_bytes: int, *, region: str | None, allow_outside: bool = False
+) -> bytes:
+    """The bytes of a file every scan reads (the label map), refused the way a scan's own files are.
+
+    ``region`` is the resolved folder a link may point into (``root_file_region``); None when the user named the
+    file in the config, which is then read wherever it is. ``name`` is what the error lines call the file.
+    A special file is refused from ``os.stat`` (nothing opened: a FIFO would block, ``/dev/zero`` never ends) and
+    again from the opened descriptor (opened non-blocking, so a file swapped for a FIFO in between cannot hang);
+    a file over ``max_bytes`` is refused before it is read, and reading stops at ``max_bytes + 1`` bytes.
+    """
+    if region is not None and os.path.islink(path):
+        problem, _ = link_problem(str(path), region, allow_outside)
+        if problem:
+            raise ScanError(key, name, problem)
+
+    def refuse_special(mode: int) -> None:
+        if not stat.S_ISREG(mode):
+            raise ScanError(key, name, f"{kind_of(mode)}, not a regular file: refused before reading")
+
+    def refuse_size(size: int) -> None:
+        if size > max_bytes:
+            raise ScanError(key, name, too_large(size, max_bytes))
+
+    try:
+        st = os.stat(path)
+        refuse_special(st.st_mode)
+        refuse_size(st.st_size)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            st = os.fstat(fd)
+            refuse_special(st.st_mode)
+            refuse_size(st.st_size)
+            chunks, total = [], 0
+            while total <= max_bytes:
+                chunk = os.read(fd, max_bytes + 1 - total)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise ScanError(key, name, f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+    if total > max_bytes:
+        raise ScanError(key, name, f"grew past the {max_bytes} bytes such a file may have while it was read: refused")
+    return b"".join(chunks)

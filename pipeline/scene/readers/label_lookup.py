@@ -23,12 +23,17 @@ from pipeline.scene.readers.scannet import label_map_candidates, load_label_map
 from pipeline.scene.parsed import OrientedBox, SceneObject
 
 
-def optional_label_map(folder: Path, config: Config, key: str) -> tuple[LabelMap | None, Path | None]:
-    """The label map of ``config.label_map`` (which must exist) or the one at the scans root, if any."""
+def optional_label_map(
+    folder: Path, config: Config, key: str, warnings: list[str]
+) -> tuple[LabelMap | None, Path | None]:
+    """The label map of ``config.label_map`` (which must exist) or the one at the scans root, if any.
+
+    Read by ``scannet.load_label_map`` (guarded like the scan's files); its unparsable rows go into ``warnings``.
+    """
     candidates = [Path(config.label_map)] if config.label_map else label_map_candidates(folder)
     for path in candidates:
         if path.exists():
-            return load_label_map(path, key), path
+            return load_label_map(path, folder, config, key, warnings), path
     if config.label_map:
         raise ScanError(key, str(config.label_map), "label map (config.label_map) not found")
     return None, None

@@ -4,8 +4,14 @@ Two generations of the map exist. ScanNet v2 ships
 ``scannetv2-labels.combined.tsv`` (columns ``id, raw_category, category,
 nyu40id, ...``); ScanNet v1 shipped ``scannet-labels.combined.tsv`` whose
 ``category`` column holds the raw label and which has no cleaned category.
-Both are read with the csv module in newline-agnostic mode because the v2 file
-is distributed with CRLF line ends.
+Both are read one line per row (either line end: the v2 file is distributed
+with CRLF line ends), each line parsed by the csv module in strict mode. No
+label spans two lines, so a line whose quote does not close, whose field is
+over csv's field limit or whose bytes are not UTF-8 is one bad row, skipped and
+counted by its line number (``LabelMap.skipped_rows``), never a quote that
+swallows the rows after it or an error that names no row. A header that is not
+a label map's is an error. The file is at most ``MAX_LABEL_MAP_BYTES`` (ScanNet's
+is 56 kB), read through ``file_checks.read_root_file``.
 
 ScanNet200 classes are identified by the v2 map's ``id`` column of the raw
 label's row (that is how the ScanNet200 benchmark defines them); with a v1 map
@@ -19,6 +25,8 @@ import io
 from dataclasses import dataclass
 
 V2_FILENAME = "scannetv2-labels.combined.tsv"
+MAX_LABEL_MAP_BYTES = 8 << 20  # 8 MiB, over 100 times ScanNet's map; every scan reads the whole file
+MAX_SKIPPED_NAMED = 3  # bad rows named in the warning (all are counted)
 V1_FILENAME = "scannet-labels.combined.tsv"
 LABEL_MAP_FILENAMES: tuple[str, ...] = (V2_FILENAME, V1_FILENAME)
 
@@ -81,6 +89,7 @@ class LabelMapError(ValueError):
 class LabelMap:
     entries: dict[str, LabelInfo]  # keyed by the raw label exactly as annotated
     version: str  # "v2" | "v1"
+    skipped_rows: tuple[str, ...] = ()  # "line N: why" for each row that could not be parsed, in file order
 
     def lookup(self, raw_label: str) -> LabelInfo | None:
         info = self.entries.get(raw_label)
@@ -99,18 +108,53 @@ def _int_or_none(text: str | None) -> int | None:
         return None
 
 
-def parse_label_map(text: str) -> LabelMap:
-    """Parse either map generation, recognised by its header."""
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t")
-    columns = set(reader.fieldnames or [])
+def _row(line: bytes, number: int) -> list[str]:
+    """One line's fields; ``LabelMapError`` naming the line when it is not UTF-8 or not one whole TSV row."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LabelMapError(f"line {number}: not valid UTF-8 (byte {line[exc.start]:#04x} at column {exc.start + 1})")
+    try:
+        return next(csv.reader([text], delimiter="\t", strict=True), [])
+    except csv.Error as exc:
+        if "unexpected end of data" in str(exc):
+            raise LabelMapError(f"line {number}: a quote that does not close on its line") from None
+        raise LabelMapError(f"line {number}: {exc}") from None
+
+
+def _shown_header(fields: list[str]) -> str:
+    """The header's first columns, shortened: enough to recognise the file, not a dump of whatever it holds."""
+    shown = [repr(f[:40] + ("..." if len(f) > 40 else "")) for f in fields[:6]]
+    return "[" + ", ".join(shown) + (", ..." if len(fields) > 6 else "") + "]"
+
+
+def parse_label_map(data: bytes | str) -> LabelMap:
+    """Parse either map generation, recognised by its header; rows that cannot be parsed are skipped, counted."""
+    raw_bytes = data.encode("utf-8") if isinstance(data, str) else data
+    lines = raw_bytes.splitlines()
+    if not lines:
+        raise LabelMapError("empty file")
+    if lines[0].startswith(b"\xef\xbb\xbf"):
+        lines[0] = lines[0][3:]  # a byte-order mark some editors write
+    header = _row(lines[0], 1)
+    columns = set(header)
     if "raw_category" in columns and "category" in columns:
         version = "v2"
     elif "category" in columns and "nyu40id" in columns:
         version = "v1"
     else:
-        raise LabelMapError(f"not a ScanNet label map: header has {sorted(columns)}")
+        raise LabelMapError(f"not a ScanNet label map: line 1 has {_shown_header(header)}")
     entries: dict[str, LabelInfo] = {}
-    for row in reader:
+    skipped: list[str] = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            fields = _row(line, number)
+        except LabelMapError as exc:
+            skipped.append(str(exc))
+            continue
+        row = dict(zip(header, fields))
         if version == "v2":
             raw = (row.get("raw_category") or "").strip()
             category = (row.get("category") or "").strip() or raw
@@ -123,5 +167,16 @@ def parse_label_map(text: str) -> LabelMap:
         if raw and raw not in entries:
             entries[raw] = LabelInfo(category, _int_or_none(row.get("nyu40id")), s200)
     if not entries:
-        raise LabelMapError("label map has no rows")
-    return LabelMap(entries, version)
+        first = f" ({skipped[0]})" if skipped else ""
+        raise LabelMapError(f"label map has no rows{first}")
+    return LabelMap(entries, version, tuple(skipped))
+
+
+def skipped_rows_warning(label_map: LabelMap, name: str) -> list[str]:
+    """The scan warning for a map's unparsable rows: how many, and the first few by line number."""
+    rows = label_map.skipped_rows
+    if not rows:
+        return []
+    named = "; ".join(rows[:MAX_SKIPPED_NAMED]) + ("; ..." if len(rows) > MAX_SKIPPED_NAMED else "")
+    counted = "1 row cannot be parsed and is skipped" if len(rows) == 1 else f"{len(rows)} rows cannot be parsed and are skipped"
+    return [f"{name}: {counted} ({named})"]

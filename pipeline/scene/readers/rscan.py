@@ -223,7 +223,7 @@ def read_rscan(folder: Path, config: Config, *, source_uri: str | None = None) -
     scene_id = folder.name
     key = f"{DATASET}/{scene_id}"
     warnings: list[str] = []
-    label_map, label_map_path = optional_label_map(folder, config, key)
+    label_map, label_map_path = optional_label_map(folder, config, key, warnings)
     files = [label_map_path] if label_map_path else []
     groups = read_seg_groups(folder / SEMSEG, key)
     files.append(folder / SEMSEG)

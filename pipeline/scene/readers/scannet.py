@@ -23,7 +23,15 @@ from pipeline.errors import ScanError
 from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames.frame_checks import rigid_problem
 from pipeline.scene.readers.assembly import assembled_scan
-from pipeline.scene.readers.labels import LABEL_MAP_FILENAMES, LabelMap, LabelMapError, parse_label_map
+from pipeline.scene.readers.file_checks import read_root_file, root_file_region, scans_root_of
+from pipeline.scene.readers.labels import (
+    LABEL_MAP_FILENAMES,
+    MAX_LABEL_MAP_BYTES,
+    LabelMap,
+    LabelMapError,
+    parse_label_map,
+    skipped_rows_warning,
+)
 from pipeline.scene.readers.layouts import scans_root_folders
 from pipeline.scene.readers.scannet_frames import SCANNET_FPS, read_scannet_frames
 from pipeline.scene.parsed import Mesh, ParsedScan, SceneObject
@@ -128,11 +136,22 @@ def find_label_map(folder: Path, config: Config, key: str) -> Path:
     raise ScanError(key, LABEL_MAP_FILENAMES[0], f"label map not found; looked at {looked} (or set config.label_map)")
 
 
-def load_label_map(path: Path, key: str) -> LabelMap:
+def load_label_map(path: Path, folder: Path, config: Config, key: str, warnings: list[str]) -> LabelMap:
+    """Read the label map ``find_label_map`` chose, guarded like the scan's own files; bad rows become a warning.
+
+    The map found at the scans root may not be a link out of it (unless ``allow_links_outside_root``); a map
+    named by ``config.label_map`` is the user's choice and is read wherever it is. Either is refused when it is
+    a FIFO, a device or over ``MAX_LABEL_MAP_BYTES``, before it is read.
+    """
+    name = path.name  # a remote map is read from its local copy: its name is what both share
+    region = None if config.label_map else root_file_region(path, scans_root_of(folder, config))
+    data = read_root_file(path, key, name, MAX_LABEL_MAP_BYTES, region=region, allow_outside=config.allow_links_outside_root)
     try:
-        return parse_label_map(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, LabelMapError) as exc:
-        raise ScanError(key, path.name, f"unreadable label map: {exc}") from None
+        label_map = parse_label_map(data)
+    except LabelMapError as exc:
+        raise ScanError(key, name, f"unreadable label map: {exc}") from None
+    warnings += skipped_rows_warning(label_map, name)
+    return label_map
 
 
 def find_aggregation(folder: Path, key: str) -> Path:
@@ -285,7 +304,7 @@ def read_scannet(folder: Path, config: Config, *, source_uri: str | None = None)
     # Cheap checks first, so a scan with a missing file fails before its mesh is parsed.
     label_map_path = find_label_map(folder, config, key)
     files.append(label_map_path)
-    label_map = load_label_map(label_map_path, key)
+    label_map = load_label_map(label_map_path, folder, config, key, warnings)
     agg_path = find_aggregation(folder, key)
     segs_path = find_segments(folder, key)
     files += [agg_path, segs_path]

@@ -218,7 +218,7 @@ def read_scannetpp(folder: Path, config: Config, *, source_uri: str | None = Non
     except (PlyFormatError, OSError) as exc:
         raise ScanError(key, MESH_PATH, str(exc)) from None
     objects, vertex_owner, warnings = read_objects(folder, key, len(ply.vertices))
-    label_map, label_map_path = optional_label_map(folder, config, key)
+    label_map, label_map_path = optional_label_map(folder, config, key, warnings)
     apply_label_map(objects, label_map)
     mesh = Mesh(
         vertices=ply.vertices,

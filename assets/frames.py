@@ -75,7 +75,8 @@ def scan_videos(
     if not scan_frames["in_all_frame"].fill_null(False).any():
         return dg.MaterializeResult(metadata={"videos": 0, "reason": "scan has no frames"})
     rotation = recorded_scan(context, config, scans)["image_rotation"]
-    frames_done = FrameCounter(context, "scan_videos", int(scan_frames["in_all_frame"].fill_null(False).sum()))
+    all_frames = int(scan_frames["in_all_frame"].fill_null(False).sum())
+    frames_done = FrameCounter(context, "scan_videos", all_frames, scene=key)
     with partition_images(context, config, scans, scan_frames) as load_image:
         result = write_scan_videos(
             key,

@@ -173,12 +173,17 @@ def test_demo_instance_queues_runs_with_a_limit(tmp_path, monkeypatch):
     assert (own / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
 
 
+def logging_context(logged: list) -> object:
+    """A stand-in for a step's context whose ``log.info`` lines land in ``logged``."""
+    return type("Context", (), {"log": type("Log", (), {"info": lambda self, m: logged.append(m)})()})()
+
+
 def test_progress_lines_per_step_and_per_quarter_of_frames():
     from assets.progress import MARK, CountingRaycaster, FrameCounter, listener
 
     logged = []
-    context = type("Context", (), {"log": type("Log", (), {"info": lambda self, m: logged.append(m)})()})()
-    counter = FrameCounter(context, "visibility", 300)
+    context = logging_context(logged)
+    counter = FrameCounter(context, "visibility", 300, clock=lambda: 0.0)  # the clock never moves
     caster = CountingRaycaster(counter, type("Caster", (), {"cast_triangle_ids": lambda self, rays: rays,
                                                              "triangle_count": 7})())
     for _ in range(300):
@@ -197,6 +202,60 @@ def test_progress_lines_per_step_and_per_quarter_of_frames():
     for item in (entry(step), entry(check), entry(message=logged[0]), entry(message="unrelated")):
         on_event(item)
     assert printed == ["  synthetic/x: visibility", "  synthetic/x: visibility 75/300 frames"]
+
+
+class SteppedClock:
+    """A clock that advances ``step`` seconds each time it is read: a frame that takes ``step`` seconds."""
+
+    def __init__(self, step: float):
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_a_long_step_logs_frames_done_at_least_every_interval_naming_the_scene():
+    """Issue 27.5: a 50,000-frame ray cast went silent for minutes between quarters. With frames of 0.4 s and
+    the 5 s interval, a line comes every 13 frames (5.2 s), and the quarter lines still come whatever the clock."""
+    from assets.progress import INTERVAL_S, MARK, FrameCounter, listener, quarter_marks
+
+    assert INTERVAL_S <= 5.0  # half the 10 s the issue allows, so one slow frame cannot push a gap past 10 s
+    logged = []
+    clock = SteppedClock(0.4)
+    counter = FrameCounter(logging_context(logged), "visibility", 1000, scene="scannet/scene0000_00", clock=clock)
+    started, times = clock.now, []
+    for _ in range(1000):
+        counter.add()
+        if len(logged) > len(times):
+            times.append(clock.now)
+    done = [int(line.rsplit(" ", 2)[1].split("/")[0]) for line in logged]
+    assert all(line.startswith(f"{MARK}scannet/scene0000_00: visibility ") for line in logged)
+    assert all(line.endswith("/1000 frames") for line in logged)
+    assert set(quarter_marks(1000)) <= set(done) and done == sorted(done) and done[-1] == 1000
+    gaps = [b - a for a, b in zip([started, *times], times)]
+    assert max(gaps) <= INTERVAL_S + 0.4 + 1e-9  # never more than the interval plus one frame
+    assert len(logged) == len(set(done)) and 70 <= len(logged) <= 85  # 400 s of frames: a line every ~5 s
+    # On the console the scan is named once, as for the quarter lines.
+    printed = []
+    on_event = listener("scannet/scene0000_00", printed.append)
+    on_event(dg.EventLogEntry(error_info=None, level=20, user_message=logged[0], run_id="r", timestamp=0.0,
+                              step_key="visibility", dagster_event=None))
+    assert printed == [f"  scannet/scene0000_00: visibility {done[0]}/1000 frames"]
+
+
+def test_fast_frames_log_only_the_quarters_and_an_empty_step_logs_nothing():
+    from assets.progress import FrameCounter, quarter_marks
+
+    logged = []
+    counter = FrameCounter(logging_context(logged), "scan_videos", 24, clock=SteppedClock(0.001))
+    for _ in range(24):
+        counter.add()
+    assert logged == [f"progress: scan_videos {n}/24 frames" for n in (6, 12, 18, 24)] and quarter_marks(24) == [6, 12, 18, 24]
+    assert quarter_marks(3) == [1, 2, 3] and quarter_marks(0) == []
+    empty = FrameCounter(logging_context(logged), "visibility", 0, clock=SteppedClock(100.0))
+    empty.add()
+    assert len(logged) == 4
 
 
 @pytest.mark.parametrize("value", ["0", "x"])

@@ -17,7 +17,7 @@ from pipeline import schemas
 from resources.storage import StorageResource
 from tests.real_scans import write_scan
 
-PER_SCAN_SUITES = ("scans", "objects", "rooms", "frames", "frame_samples", "object_visibility",
+PER_SCAN_SUITES = ("scans", "objects", "rooms", "frames", "frame_samples", "object_visibility", "dummy_videos",
                    "pinpoint_targets", "pinpoint_neighbors")
 
 
@@ -25,7 +25,8 @@ def test_every_suite_is_a_blocking_check_on_its_own_table():
     graph = defs.resolve_asset_graph()
     checks = {(key.asset_key.to_user_string(), key.name) for key in graph.asset_check_keys}
     expected = {(table, f"{table}_expectations") for table in PER_SCAN_SUITES}
-    expected |= {("qa", "qa_expectations"), ("qa", "qa_distribution_expectations")}
+    expected |= {("qa", "qa_expectations"), ("qa", "qa_distribution_expectations"),
+                 ("qa_distribution_drops", "qa_distribution_drops_expectations")}
     assert expected <= checks
     # Every suite of the release gate is attached somewhere, and nothing is left on qa that belongs elsewhere.
     attached = {name.removesuffix("_expectations") for _, name in checks}

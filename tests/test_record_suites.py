@@ -133,3 +133,11 @@ def test_a_broken_record_blocks_the_release(rule, tmp_path):
         build_release(Config(output_root=str(out)), tables=tables)
     assert rule in str(blocked.value)
     assert not (out / "releases" / "LATEST").exists()
+
+
+def test_every_released_table_has_a_suite():
+    """README: every released table has an expectation suite (DESIGN: ``RELEASED_TABLES``)."""
+    from expectations.suites import build_suites
+    from pipeline.release.atomic import RELEASED_TABLES
+
+    assert set(RELEASED_TABLES) <= {suite.table for suite in build_suites()}

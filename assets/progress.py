@@ -8,8 +8,10 @@ in a long step (the scan videos, the visibility ray cast), one per quarter of
 its frames and one whenever ``INTERVAL_S`` seconds passed since the last, each
 prefixed with the scan: a 300-frame scan prints about twenty lines, a
 6,000-frame ray cast of several minutes a line every few seconds, never
-minutes of silence; with ``--workers N`` the lines of different scans
-interleave but stay readable.
+minutes of silence. The scene step, which has no frame loop of its own (the
+readers list and read every pose and image header), logs a ``Heartbeat``
+every ``INTERVAL_S`` instead. With ``--workers N`` the lines of different
+scans interleave but stay readable.
 """
 
 from __future__ import annotations
@@ -56,6 +58,44 @@ class FrameCounter:
             self._last = now
             named = f"{self.scene}: " if self.scene else ""
             self.context.log.info(f"{MARK}{named}{self.what} {self.done}/{self.total} frames")
+
+
+class Heartbeat:
+    """While a step with no frame loop of its own runs, a line every ``interval`` seconds saying what it does and
+    for how long (the scene step reads every pose and image header of a scan: about 20 s at 50,000 frames).
+
+    A context manager: a daemon thread logs through the step's Dagster log (which takes lines from any thread)
+    and stops when the block ends. ``doing`` may be changed between phases. ``wait`` (default: the stop event's
+    ``wait``, True once stopped) and ``clock`` are given by tests, so none sleeps.
+    """
+
+    def __init__(self, context, what: str, scene: str = "", doing: str = "", interval: float = INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic, wait: Callable[[float], bool] | None = None):
+        import threading
+
+        self.context, self.what, self.scene, self.doing = context, what, scene, doing
+        self.interval, self.clock = float(interval), clock
+        self._stop = threading.Event()
+        self._wait = wait or self._stop.wait
+        self._thread = threading.Thread(target=self._run, name=f"scan2qa-heartbeat-{what}", daemon=True)
+        self.started = clock()
+
+    def beat(self) -> None:
+        named = f"{self.scene}: " if self.scene else ""
+        doing = f" {self.doing}" if self.doing else ""
+        self.context.log.info(f"{MARK}{named}{self.what}{doing}, {self.clock() - self.started:.0f} s")
+
+    def _run(self) -> None:
+        while not self._wait(self.interval) and not self._stop.is_set():
+            self.beat()
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def counting_loader(counter: FrameCounter, load: Callable[[int], Any] | None) -> Callable[[int], Any] | None:

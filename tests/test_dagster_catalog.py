@@ -312,3 +312,22 @@ def test_a_changed_threshold_changes_the_version_of_exactly_the_assets_that_read
     assert not changed & {"scans", "objects", "frames", "frame_samples", "scan_videos", "pinpoint_targets"}
     same = _versions(tmp_path, "visibility:\n  fraction_threshold: 0.05\n")
     assert same["versions"] == before["versions"]  # the version is the config's content, not the file
+
+
+def test_the_scene_steps_heartbeat_says_what_it_does_and_for_how_long():
+    """The scene step reads every pose and image header (about 20 s at 50,000 frames) with no frame loop of its
+    own: a heartbeat thread logs meanwhile. ``wait`` stands in for the stop event's timed wait: three intervals
+    pass, then the block ends; nothing sleeps."""
+    from assets.progress import MARK, Heartbeat
+
+    logged = []
+    clock = SteppedClock(5.0)
+    intervals = iter([False, False, False, True])
+    with Heartbeat(logging_context(logged), "scene", scene="scannet/scene0000_00", doing="reading the scan",
+                   clock=clock, wait=lambda seconds: next(intervals)) as heartbeat:
+        heartbeat._thread.join()  # the fake intervals run out at once
+    assert logged == [f"{MARK}scannet/scene0000_00: scene reading the scan, {s} s" for s in (5, 10, 15)]
+    # With the real wait, leaving the block stops the thread at once, whatever the interval.
+    with Heartbeat(logging_context(logged), "scene", interval=3600.0) as heartbeat:
+        heartbeat.doing = "storing the mesh"
+    assert not heartbeat._thread.is_alive() and len(logged) == 3

@@ -74,8 +74,12 @@ def scan_videos(
     scan_frames = frames.filter(pl.col("key") == key)
     if not scan_frames["in_all_frame"].fill_null(False).any():
         return dg.MaterializeResult(metadata={"videos": 0, "reason": "scan has no frames"})
-    rotation = recorded_scan(context, config, scans)["image_rotation"]
-    frames_done = FrameCounter(context, "scan_videos", int(scan_frames["in_all_frame"].fill_null(False).sum()))
+    scan_row = recorded_scan(context, config, scans)
+    rotation = scan_row["image_rotation"]
+    # The rate the scene step resampled at: frames.fps, lower for a scan thinned to frames.max_all_frames.
+    fps = float(scan_row.get("fps") or all_frame_fps(key.split("/", 1)[0], config.frames))
+    all_frames = int(scan_frames["in_all_frame"].fill_null(False).sum())
+    frames_done = FrameCounter(context, "scan_videos", all_frames, scene=key)
     with partition_images(context, config, scans, scan_frames) as load_image:
         result = write_scan_videos(
             key,
@@ -83,7 +87,7 @@ def scan_videos(
             scan_frames,
             counting_loader(frames_done, load_image),
             config.output_root,
-            fps=all_frame_fps(key.split("/", 1)[0], config.frames),
+            fps=fps,
             frames_config=config.frames,
             image_rotation=rotation,
             storage_options=config.storage_options,

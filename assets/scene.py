@@ -20,6 +20,7 @@ import polars as pl
 
 from assets.catalog import path_value, table_out
 from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG, scan_partitions
+from assets.progress import Heartbeat
 from assets.table_checks import SCENE_SUITES, check_spec, scene_checks
 from pipeline.config import Config
 from pipeline.scene.discovery import locate_scan
@@ -166,11 +167,15 @@ def scene(context: dg.AssetExecutionContext, storage: StorageResource, run_confi
     from pipeline.scene.mesh_artifact import write_mesh_artifact
 
     config = step_config(context, storage, run_config, __name__)
-    parsed = load_partition_scan(context, config)
-    tables = scene_tables(parsed, config)
-    if parsed.mesh is not None:  # later steps read the mesh from here instead of parsing the scan again
-        with reaching(config.output_root):
-            write_mesh_artifact(parsed, config.output_root, config.storage_options)
+    # A scan of tens of thousands of frames takes tens of seconds to read: a line every few seconds meanwhile.
+    with Heartbeat(context, "scene", scene=context.partition_key, doing="reading the scan") as heartbeat:
+        parsed = load_partition_scan(context, config)
+        heartbeat.doing = f"building the tables of {len(parsed.frames)} frames"
+        tables = scene_tables(parsed, config)
+        if parsed.mesh is not None:  # later steps read the mesh from here instead of parsing the scan again
+            heartbeat.doing = "storing the mesh"
+            with reaching(config.output_root):
+                write_mesh_artifact(parsed, config.output_root, config.storage_options)
     # The fingerprint discovery took of the scan folder: the sensor skips a scan already built from these files.
     recorded = {"source": path_value(parsed.source_uri)}
     if context.run.tags.get(FINGERPRINT_TAG):

@@ -6,10 +6,11 @@ The suites of ``expectations.suites`` are decided here in polars
 - per-scan tables are checked per scan partition, right after the step that
   wrote them (``scans``, ``objects``, ``rooms``, ``frames`` inside the
   ``scene`` step, ``pinpoint_targets`` / ``pinpoint_neighbors`` inside theirs,
-  ``frame_samples`` and ``object_visibility`` as checks of their own), so a
+  ``frame_samples``, ``object_visibility`` and ``dummy_videos`` as checks of their own), so a
   scan whose tables break a rule stops at its own partition: the check fails
   with ERROR severity and nothing downstream of it runs for that scan;
-- the dataset-wide ``qa`` carries the ``qa`` and ``qa_distribution`` suites.
+- the dataset-wide ``qa`` carries the ``qa`` and ``qa_distribution`` suites, and ``qa_distribution_drops``
+  (the other output of the same step) its own.
 
 The release's gate (``pipeline.release.build``) is the one place Great
 Expectations runs: once per release, over exactly the tables it releases
@@ -159,15 +160,38 @@ def object_visibility_expectations(
     return result
 
 
+@dg.asset_check(
+    asset="dummy_videos",
+    name=check_name("dummy_videos"),
+    partitions_def=scan_partitions,
+    blocking=True,
+    additional_ins={"scans": dg.AssetIn("scans"), "objects": dg.AssetIn("objects")},
+    description="expectation suite of dummy_videos (expectations/suites.py), every rule must pass",
+)
+def dummy_videos_expectations(
+    storage: StorageResource, run_config: RunConfigResource, dummy_videos: pl.DataFrame, scans: pl.DataFrame,
+    objects: pl.DataFrame):
+    tables = {"scans": scans, "objects": objects, "dummy_videos": dummy_videos}
+    [result] = suite_results(tables, ["dummy_videos"], run_config.config(storage), "scan")
+    return result
+
+
 @dg.multi_asset_check(
-    specs=[check_spec(table, asset="qa", additional_deps=QA_INPUTS) for table in QA_SUITES],
-    ins={name: dg.AssetIn(name) for name in ("qa", "scans", "objects", "object_visibility")},
+    specs=[
+        *(check_spec(table, asset="qa", additional_deps=QA_INPUTS) for table in QA_SUITES),
+        check_spec("qa_distribution_drops", additional_deps=("qa", "scans")),
+    ],
+    ins={name: dg.AssetIn(name) for name in ("qa", "qa_distribution_drops", "scans", "objects", "object_visibility")},
     can_subset=False,
 )
 def qa_expectations(
-    storage: StorageResource, run_config: RunConfigResource, qa: pl.DataFrame, scans: pl.DataFrame, objects: pl.DataFrame,
-    object_visibility: pl.DataFrame,
+    storage: StorageResource, run_config: RunConfigResource, qa: pl.DataFrame, qa_distribution_drops: pl.DataFrame,
+    scans: pl.DataFrame, objects: pl.DataFrame, object_visibility: pl.DataFrame,
 ):
-    """The ``qa`` and ``qa_distribution`` suites over the whole question table and the scans it asks about."""
+    """The ``qa`` and ``qa_distribution`` suites over the whole question table and the scans it asks about, and
+    the ``qa_distribution_drops`` suite over what the same step dropped."""
+    config = run_config.config(storage)
     tables = {"qa": qa, "scans": scans, "objects": objects, "object_visibility": object_visibility}
-    yield from suite_results(tables, QA_SUITES, run_config.config(storage), "whole question table", asset="qa")
+    yield from suite_results(tables, QA_SUITES, config, "whole question table", asset="qa")
+    drops = {"qa": qa, "scans": scans, "qa_distribution_drops": qa_distribution_drops}
+    yield from suite_results(drops, ["qa_distribution_drops"], config, "whole drop record", asset="qa_distribution_drops")

@@ -47,7 +47,7 @@ def visibility(
     rotation = recorded_scan(context, config, scans)["image_rotation"]
     mesh = geometry.mesh if geometry is not None else None
     frames_cast = int(scan_frames["in_all_frame"].sum())
-    raycaster = CountingRaycaster(FrameCounter(context, "visibility", frames_cast), scan_raycaster(key, mesh))
+    raycaster = CountingRaycaster(FrameCounter(context, "visibility", frames_cast, scene=key), scan_raycaster(key, mesh))
     overrides = None
     if config.visibility.cast == "adaptive":  # it settles an overridden object's rule in every frame
         from pipeline.visibility.cast import read_visibility_overrides

@@ -31,6 +31,12 @@ COLUMN_MEANINGS = {
     "count_in_range": "true for non-counting questions; for counting ones, an answer of at least 1 (0 on a dummy video)",
     "geometry_is_json": "true when the geometry column parses as JSON",
     "numeric_positive": "true for counting and non-numeric questions; otherwise the numeric answer is above 0",
+    "objects_exist": "true when every id in object_ids is an object of the video's scan",
+    "object_set": "the video's object_ids, sorted and comma-separated (one video per scan, kind and object set)",
+    "frames_match_kind": "true when the video lists 16 frames: source frames (query_drop), one source frame 16 "
+    "times (first_frame) or black frames, -1 (black)",
+    "path_names_video": "true when path is videos/dummy/<kind>/<video_id>.mp4",
+    "not_released": "true when the dropped question's id is not in the released qa table",
 }
 COUNTING_PREFIXES = ("object_counting",)
 
@@ -200,6 +206,32 @@ def qa_distribution(qa: pl.DataFrame, min_questions: int = 40) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
+def dummy_videos_view(dummy_videos: pl.DataFrame, scans: pl.DataFrame, objects: pl.DataFrame) -> pl.DataFrame:
+    """The dummy_videos table plus its scan and objects membership, its object set as text (a uniqueness key
+    Great Expectations can hash), and whether its frames and path are what its kind and id say."""
+    from pipeline.frames.dummy_videos import BLACK_FRAME, DUMMY_FRAMES, dummy_video_path
+
+    frames = pl.col("frame_indices")
+    kind = pl.col("kind")
+    counted = frames.list.len().fill_null(0) == DUMMY_FRAMES
+    shown = (
+        pl.when(kind == "black").then(frames.list.eval(pl.element() == BLACK_FRAME).list.all())
+        .when(kind == "first_frame").then((frames.list.n_unique() == 1) & (frames.list.min() >= 0))
+        .when(kind == "query_drop").then(frames.list.min() >= 0)
+        .otherwise(False)
+    )
+    paths = [dummy_video_path(k, v) if k is not None and v is not None else None
+             for k, v in zip(dummy_videos["kind"].to_list(), dummy_videos["video_id"].to_list())]
+    used = dummy_videos.rename({"object_ids": "used_obj_ids"})
+    return dummy_videos.with_columns(
+        _found(dummy_videos, scans.select("key"), ["key"]).alias("scan_exists"),
+        _all_found(used, objects.select("key", "object_id"), ["key", "object_id"]).alias("objects_exist"),
+        pl.col("object_ids").list.sort().cast(pl.List(pl.String)).list.join(",").alias("object_set"),
+        (counted & shown).fill_null(False).alias("frames_match_kind"),
+        (pl.col("path") == pl.Series(paths, dtype=pl.String)).fill_null(False).alias("path_names_video"),
+    )
+
+
 def _member(df: pl.DataFrame, keys: pl.DataFrame, key_columns: list[str], name: str) -> pl.DataFrame:
     return df.with_columns(_found(df, keys.rename(dict(zip(keys.columns, key_columns))), key_columns).alias(name))
 
@@ -231,6 +263,11 @@ def build_views(tables: dict[str, pl.DataFrame], min_questions_for_distribution:
         views["pinpoint_neighbors"] = _member(
             tables["pinpoint_neighbors"], object_keys, ["key", "neighbor_id"], "object_exists"
         )
+    if "dummy_videos" in tables:
+        views["dummy_videos"] = dummy_videos_view(tables["dummy_videos"], scans, objects)
+    if "qa_distribution_drops" in tables:
+        drops = _member(tables["qa_distribution_drops"], scan_keys, ["key"], "scan_exists")
+        views["qa_distribution_drops"] = drops.with_columns((~_found(drops, get("qa").select("id"), ["id"])).alias("not_released"))
     if "qa" in tables:
         qa = tables["qa"]
         value = pl.col("answer_value")

@@ -23,6 +23,7 @@ from pipeline.schemas import DATASETS, SCHEMAS
 PROFILES = ("revsi", "vsibench", "pinpointqa")
 RELATIONS = ("on", "under", "above", "below", "side_above", "side_below", "next_to", "near", "attached_to")
 VIDEO_KINDS = ("real", "query_drop", "first_frame", "black")
+DUMMY_KINDS = VIDEO_KINDS[1:]
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,8 @@ _DERIVED: dict[str, list[str]] = {
     ],
     "pinpoint_targets": ["object_exists"],
     "pinpoint_neighbors": ["object_exists"],
+    "dummy_videos": ["scan_exists", "objects_exist", "object_set", "frames_match_kind", "path_names_video"],
+    "qa_distribution_drops": ["scan_exists", "not_released"],
 }
 
 
@@ -253,6 +256,42 @@ def build_suites(
                     meaning=f"for every profile, budget and question type with enough questions, each correct letter's "
                     f"share is within {letter_tolerance:.0%} of an even spread",
                 ),
+            ],
+        ),
+        Suite(
+            "dummy_videos",
+            "video_id",
+            [
+                _columns("dummy_videos"),
+                *_not_null("dummy_videos", "key", "video_id", "kind", "path"),
+                _in_set("dummy_videos", "kind", DUMMY_KINDS, "a dummy video of an unknown kind"),
+                _unique("dummy_videos", ["key", "kind", "object_set"],
+                        "one object set mapped to two videos of a kind (a question would play either)"),
+                _true("dummy_videos", "scan_exists", "a dummy video of a scan missing from scans",
+                      "every dummy video belongs to a scan listed in scans"),
+                _true("dummy_videos", "objects_exist", "a dummy video hides an object missing from objects",
+                      "every object a dummy video leaves out is listed in objects for its scan"),
+                _true("dummy_videos", "frames_match_kind", "a dummy video whose frames are not what its kind shows",
+                      "every dummy video lists 16 frames: source frames for query_drop, one source frame 16 times "
+                      "for first_frame, only black frames (-1) for black"),
+                _true("dummy_videos", "path_names_video", "a row whose path is not its video's file",
+                      "every dummy video's path is videos/dummy/<kind>/<video_id>.mp4"),
+            ],
+        ),
+        Suite(
+            "qa_distribution_drops",
+            "id",
+            [
+                _columns("qa_distribution_drops"),
+                *_not_null("qa_distribution_drops", "id", "key", "profile", "budget", "question_type", "reason"),
+                _unique("qa_distribution_drops", ["id"], "a question recorded as dropped twice"),
+                _in_set("qa_distribution_drops", "profile", PROFILES, "unknown profile"),
+                _in_set("qa_distribution_drops", "budget", budgets, "unknown frame budget"),
+                _in_set("qa_distribution_drops", "video_kind", VIDEO_KINDS, "unknown video kind"),
+                _true("qa_distribution_drops", "scan_exists", "a dropped question about a scan missing from scans",
+                      "every dropped question is about a scan listed in scans"),
+                _true("qa_distribution_drops", "not_released", "a question recorded as dropped is in qa",
+                      "no question the answer-distribution control dropped is among the released questions"),
             ],
         ),
         Suite(

@@ -52,6 +52,23 @@ class FramesConfig:
     width: int = 640
     height: int = 480
     budgets: tuple[int, ...] = (64, 32, 16)
+    # The most frames a scan's all-frame sequence (the "all" budget: every one ray cast and in the all-frame video)
+    # may hold. A longer scan is resampled at fps / k, k the smallest whole stride that fits (every k-th frame of a
+    # steady stream), its rate recorded in scans.fps and declared by its video; null keeps every frame however
+    # long. ReVSI and VSI-Bench keep every frame at 10 fps (their scans last 1-5 minutes); 6,000 frames is 10
+    # minutes at 10 fps (25 at 4 fps), so no scan of theirs is thinned, but 50,000 frames are not 50,000 casts.
+    max_all_frames: int | None = 6000
+
+    def __post_init__(self):
+        cap = self.max_all_frames
+        if cap is None:
+            return
+        largest = max((int(b) for b in self.budgets), default=1)
+        if isinstance(cap, bool) or not isinstance(cap, int) or cap < largest:
+            raise ConfigError(
+                f"frames.max_all_frames must be null or a whole number of frames >= the largest budget ({largest}), "
+                f"got {cap!r}"
+            )
 
 
 @dataclass

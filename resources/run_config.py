@@ -34,13 +34,15 @@ LOCATION_FIELDS = ("scans_root", "output_root", "storage_options")
 
 
 class FramesSettings(dg.Config):
-    """``frames``: all-frame rate, output size and the frame budgets (``pipeline.frames.budgets.frame_budgets``)."""
+    """``frames``: all-frame rate, output size, the frame budgets (``pipeline.frames.budgets.frame_budgets``) and
+    the cap on a long scan's all-frame sequence (``max_all_frames``)."""
 
     fps: float = 10.0
     fps_3rscan: float = 4.0
     width: int = 640
     height: int = 480
     budgets: list[int] = [64, 32, 16]
+    max_all_frames: Optional[int] = 6000
 
 
 class VisibilitySettings(dg.Config):

@@ -43,8 +43,18 @@ def progress(lines: list[str]) -> set[str]:
 
 
 def steps(lines: list[str]) -> set[str]:
-    """The lines printed while scans build: ``  <key>: <step>`` and frames done in the long steps."""
-    return {line for line in lines if re.match(r"^  synthetic/\S+: ", line)}
+    """The lines printed while scans build: ``  <key>: <step>`` and frames done at each quarter of the long steps
+    (the lines a slow step adds after ``assets.progress.INTERVAL_S`` seconds, between quarters or as the scene
+    step's heartbeat, depend on the load)."""
+    from assets.progress import quarter_marks
+
+    def at_quarter(line: str) -> bool:
+        counted = re.search(r" (\d+)/(\d+) frames$", line)
+        if counted is None:
+            return re.search(r", \d+ s$", line) is None
+        return int(counted[1]) in quarter_marks(int(counted[2]))
+
+    return {line for line in lines if re.match(r"^  synthetic/\S+: ", line) and at_quarter(line)}
 
 
 def test_parallel_build_writes_the_serial_builds_bytes(tmp_path, scans, capfd):

@@ -17,7 +17,7 @@ from pipeline import schemas
 from resources.storage import StorageResource
 from tests.real_scans import write_scan
 
-PER_SCAN_SUITES = ("scans", "objects", "rooms", "frames", "frame_samples", "object_visibility",
+PER_SCAN_SUITES = ("scans", "objects", "rooms", "frames", "frame_samples", "object_visibility", "dummy_videos",
                    "pinpoint_targets", "pinpoint_neighbors")
 
 
@@ -25,7 +25,8 @@ def test_every_suite_is_a_blocking_check_on_its_own_table():
     graph = defs.resolve_asset_graph()
     checks = {(key.asset_key.to_user_string(), key.name) for key in graph.asset_check_keys}
     expected = {(table, f"{table}_expectations") for table in PER_SCAN_SUITES}
-    expected |= {("qa", "qa_expectations"), ("qa", "qa_distribution_expectations")}
+    expected |= {("qa", "qa_expectations"), ("qa", "qa_distribution_expectations"),
+                 ("qa_distribution_drops", "qa_distribution_drops_expectations")}
     assert expected <= checks
     # Every suite of the release gate is attached somewhere, and nothing is left on qa that belongs elsewhere.
     attached = {name.removesuffix("_expectations") for _, name in checks}
@@ -173,12 +174,17 @@ def test_demo_instance_queues_runs_with_a_limit(tmp_path, monkeypatch):
     assert (own / "dagster.yaml").read_text() == "telemetry:\n  enabled: false\n"
 
 
+def logging_context(logged: list) -> object:
+    """A stand-in for a step's context whose ``log.info`` lines land in ``logged``."""
+    return type("Context", (), {"log": type("Log", (), {"info": lambda self, m: logged.append(m)})()})()
+
+
 def test_progress_lines_per_step_and_per_quarter_of_frames():
     from assets.progress import MARK, CountingRaycaster, FrameCounter, listener
 
     logged = []
-    context = type("Context", (), {"log": type("Log", (), {"info": lambda self, m: logged.append(m)})()})()
-    counter = FrameCounter(context, "visibility", 300)
+    context = logging_context(logged)
+    counter = FrameCounter(context, "visibility", 300, clock=lambda: 0.0)  # the clock never moves
     caster = CountingRaycaster(counter, type("Caster", (), {"cast_triangle_ids": lambda self, rays: rays,
                                                              "triangle_count": 7})())
     for _ in range(300):
@@ -197,6 +203,60 @@ def test_progress_lines_per_step_and_per_quarter_of_frames():
     for item in (entry(step), entry(check), entry(message=logged[0]), entry(message="unrelated")):
         on_event(item)
     assert printed == ["  synthetic/x: visibility", "  synthetic/x: visibility 75/300 frames"]
+
+
+class SteppedClock:
+    """A clock that advances ``step`` seconds each time it is read: a frame that takes ``step`` seconds."""
+
+    def __init__(self, step: float):
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_a_long_step_logs_frames_done_at_least_every_interval_naming_the_scene():
+    """Issue 27.5: a 50,000-frame ray cast went silent for minutes between quarters. With frames of 0.4 s and
+    the 5 s interval, a line comes every 13 frames (5.2 s), and the quarter lines still come whatever the clock."""
+    from assets.progress import INTERVAL_S, MARK, FrameCounter, listener, quarter_marks
+
+    assert INTERVAL_S <= 5.0  # half the 10 s the issue allows, so one slow frame cannot push a gap past 10 s
+    logged = []
+    clock = SteppedClock(0.4)
+    counter = FrameCounter(logging_context(logged), "visibility", 1000, scene="scannet/scene0000_00", clock=clock)
+    started, times = clock.now, []
+    for _ in range(1000):
+        counter.add()
+        if len(logged) > len(times):
+            times.append(clock.now)
+    done = [int(line.rsplit(" ", 2)[1].split("/")[0]) for line in logged]
+    assert all(line.startswith(f"{MARK}scannet/scene0000_00: visibility ") for line in logged)
+    assert all(line.endswith("/1000 frames") for line in logged)
+    assert set(quarter_marks(1000)) <= set(done) and done == sorted(done) and done[-1] == 1000
+    gaps = [b - a for a, b in zip([started, *times], times)]
+    assert max(gaps) <= INTERVAL_S + 0.4 + 1e-9  # never more than the interval plus one frame
+    assert len(logged) == len(set(done)) and 70 <= len(logged) <= 85  # 400 s of frames: a line every ~5 s
+    # On the console the scan is named once, as for the quarter lines.
+    printed = []
+    on_event = listener("scannet/scene0000_00", printed.append)
+    on_event(dg.EventLogEntry(error_info=None, level=20, user_message=logged[0], run_id="r", timestamp=0.0,
+                              step_key="visibility", dagster_event=None))
+    assert printed == [f"  scannet/scene0000_00: visibility {done[0]}/1000 frames"]
+
+
+def test_fast_frames_log_only_the_quarters_and_an_empty_step_logs_nothing():
+    from assets.progress import FrameCounter, quarter_marks
+
+    logged = []
+    counter = FrameCounter(logging_context(logged), "scan_videos", 24, clock=SteppedClock(0.001))
+    for _ in range(24):
+        counter.add()
+    assert logged == [f"progress: scan_videos {n}/24 frames" for n in (6, 12, 18, 24)] and quarter_marks(24) == [6, 12, 18, 24]
+    assert quarter_marks(3) == [1, 2, 3] and quarter_marks(0) == []
+    empty = FrameCounter(logging_context(logged), "visibility", 0, clock=SteppedClock(100.0))
+    empty.add()
+    assert len(logged) == 4
 
 
 @pytest.mark.parametrize("value", ["0", "x"])
@@ -252,3 +312,22 @@ def test_a_changed_threshold_changes_the_version_of_exactly_the_assets_that_read
     assert not changed & {"scans", "objects", "frames", "frame_samples", "scan_videos", "pinpoint_targets"}
     same = _versions(tmp_path, "visibility:\n  fraction_threshold: 0.05\n")
     assert same["versions"] == before["versions"]  # the version is the config's content, not the file
+
+
+def test_the_scene_steps_heartbeat_says_what_it_does_and_for_how_long():
+    """The scene step reads every pose and image header (about 20 s at 50,000 frames) with no frame loop of its
+    own: a heartbeat thread logs meanwhile. ``wait`` stands in for the stop event's timed wait: three intervals
+    pass, then the block ends; nothing sleeps."""
+    from assets.progress import MARK, Heartbeat
+
+    logged = []
+    clock = SteppedClock(5.0)
+    intervals = iter([False, False, False, True])
+    with Heartbeat(logging_context(logged), "scene", scene="scannet/scene0000_00", doing="reading the scan",
+                   clock=clock, wait=lambda seconds: next(intervals)) as heartbeat:
+        heartbeat._thread.join()  # the fake intervals run out at once
+    assert logged == [f"{MARK}scannet/scene0000_00: scene reading the scan, {s} s" for s in (5, 10, 15)]
+    # With the real wait, leaving the block stops the thread at once, whatever the interval.
+    with Heartbeat(logging_context(logged), "scene", interval=3600.0) as heartbeat:
+        heartbeat.doing = "storing the mesh"
+    assert not heartbeat._thread.is_alive() and len(logged) == 3

@@ -83,6 +83,28 @@ def all_frame_indices(timestamps: np.ndarray, valid: np.ndarray, fps: float) -> 
     return np.unique(order[nearest[close]])
 
 
+def capped_all_frame_indices(
+    timestamps: np.ndarray, valid: np.ndarray, fps: float, max_frames: int | None
+) -> tuple[np.ndarray, int]:
+    """The all-frame positions (``all_frame_indices``) of a scan, at most ``max_frames`` of them, and the stride.
+
+    A sequence longer than ``max_frames`` (``frames.max_all_frames``) is resampled at ``fps / k`` by the same
+    clock rule, ``k`` the smallest whole number that brings it within the cap: on a steady stream every k-th
+    frame of the ``fps`` sequence, spread over the whole scan, the clock still regular (so the video can declare
+    its rate and a harness's fps rule sees the real timeline). ``k`` is 1 when the sequence fits or the cap is
+    None. Every later step (the ray cast, the all-frame video, the nested budgets) takes these frames.
+    """
+    kept = all_frame_indices(timestamps, valid, fps)
+    if max_frames is None or len(kept) <= max_frames:
+        return kept, 1
+    stride = max(2, -(-len(kept) // int(max_frames)))
+    while True:
+        thinned = all_frame_indices(timestamps, valid, fps / stride)
+        if len(thinned) <= max_frames:
+            return thinned, stride
+        stride += 1
+
+
 def budget_positions(n_all: int, budgets: tuple[int, ...] = FramesConfig.budgets) -> dict[int, np.ndarray]:
     """Positions in the all-frame sequence for each budget, nested as SPEC §2 prescribes.
 

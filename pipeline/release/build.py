@@ -20,7 +20,7 @@ import polars as pl
 
 from pipeline import schemas, storage
 from pipeline.config import Config
-from pipeline.frames.budgets import frame_budgets
+from pipeline.frames.budgets import all_frame_fps, frame_budgets
 from pipeline.release.atomic import (
     RELEASED_TABLES, Release, code_revision, config_digest, publish, remove_abandoned_staging, write_release,
 )
@@ -161,6 +161,7 @@ def build_release(
 
         checks = gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans, "excluded_scans": excluded}
         checks["baselines"] = released_baselines(tables)
+        checks["all_frame_cap"] = all_frame_cap(released.get("scans"), config)
         checks |= outcome_checks(outcomes)
         if local:
             release = write_release(
@@ -210,6 +211,19 @@ def build_date() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     moment = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch.isdigit() else datetime.now(timezone.utc)
     return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def all_frame_cap(scans: pl.DataFrame | None, config: Config) -> dict:
+    """``frames.max_all_frames`` as this release applied it: the cap, and every released scan whose all-frame
+    sequence it thinned (frames kept, the rate they were resampled at and the stride: 1 frame in ``stride`` of
+    the ``frames.fps`` sequence), read from ``scans.fps`` below the configured rate."""
+    capped = []
+    for row in (scans.sort("key").to_dicts() if scans is not None and scans.height else []):
+        full_rate = all_frame_fps(row["dataset"], config.frames)
+        if row["fps"] and row["fps"] < full_rate * (1 - 1e-9):
+            capped.append({"key": row["key"], "frames": int(row["frame_count"]), "fps": float(row["fps"]),
+                           "stride": int(round(full_rate / row["fps"]))})
+    return {"max_all_frames": config.frames.max_all_frames, "capped_scans": capped}
 
 
 def released_baselines(tables: dict) -> list[dict]:

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 import shapely
 
-from pipeline.frames.budgets import all_frame_indices
+from pipeline.frames.budgets import capped_all_frame_indices
 from pipeline import schemas
 from pipeline.config import Config
 from pipeline.geometry.obb import gravity_aligned_obb
@@ -29,11 +29,27 @@ def all_frame_rate(dataset: str, config: Config) -> float:
 
 def resample_by_time(frames: list[Frame], fps: float) -> set[int]:
     """Source indices of the all-frame sequence, by the one resampling rule of ``pipeline.frames.budgets``."""
+    return capped_by_time(frames, fps, None)[0]
+
+
+def capped_by_time(frames: list[Frame], fps: float, max_frames: int | None) -> tuple[set[int], int]:
+    """``resample_by_time`` within ``max_frames`` (``frames.max_all_frames``), and the stride that kept it there
+    (1 when it fits: ``pipeline.frames.budgets.capped_all_frame_indices``)."""
     if not frames or fps <= 0:
-        return set()
+        return set(), 1
     timestamps = np.array([f.timestamp for f in frames], dtype=np.float64)
     valid = np.array([f.valid for f in frames], dtype=bool)
-    return {frames[i].frame_index for i in all_frame_indices(timestamps, valid, fps)}
+    kept, stride = capped_all_frame_indices(timestamps, valid, fps, max_frames)
+    return {frames[i].frame_index for i in kept}, stride
+
+
+def capped_warning(full_count: int, fps: float, stride: int, kept: int, max_frames: int) -> str:
+    """What a thinned all-frame sequence says in the scan's warnings (printed by the build, shown in the report)."""
+    return (
+        f"all-frame sequence capped: {full_count} frames at {fps:g} fps exceed frames.max_all_frames "
+        f"{max_frames}: kept 1 frame in {stride} ({fps / stride:.4g} fps, {kept} frames); frames.max_all_frames: "
+        f"null keeps every frame"
+    )
 
 
 def _object_box(obj: SceneObject, vertices: np.ndarray | None) -> tuple[OrientedBox | None, str]:
@@ -125,7 +141,11 @@ def frame_rows(parsed: ParsedScan, in_all_frame: set[int]) -> list[dict]:
 def scene_tables(parsed: ParsedScan, config: Config) -> dict[str, pl.DataFrame]:
     """The four per-scan tables, rows sorted by id, conforming to ``pipeline.schemas``."""
     fps = all_frame_rate(parsed.dataset, config)
-    in_all_frame = resample_by_time(parsed.frames, fps)
+    in_all_frame, stride = capped_by_time(parsed.frames, fps, config.frames.max_all_frames)
+    frame_warnings = []
+    if stride > 1:
+        full_count = len(resample_by_time(parsed.frames, fps))
+        frame_warnings.append(capped_warning(full_count, fps, stride, len(in_all_frame), config.frames.max_all_frames))
     objects, object_warnings = object_rows(parsed)
     frames = frame_rows(parsed, in_all_frame)
     mesh = parsed.mesh
@@ -138,7 +158,7 @@ def scene_tables(parsed: ParsedScan, config: Config) -> dict[str, pl.DataFrame]:
         "source_frame_count": len(parsed.frames),
         "frame_count": len(in_all_frame),
         "dropped_frames": sum(1 for f in parsed.frames if not f.valid),
-        "fps": fps,
+        "fps": fps / stride,
         "source_fps": float(parsed.source_fps),
         "image_width": first.width if first else int(config.frames.width),
         "image_height": first.height if first else int(config.frames.height),
@@ -148,7 +168,7 @@ def scene_tables(parsed: ParsedScan, config: Config) -> dict[str, pl.DataFrame]:
         "triangle_count": int(len(mesh.triangles)) if mesh is not None else 0,
         "scene_type": parsed.scene_type,
         "checksum": parsed.checksum,
-        "warnings": list(parsed.warnings) + object_warnings,
+        "warnings": list(parsed.warnings) + object_warnings + frame_warnings,
         "image_rotation": int(parsed.image_rotation),
     }
     return {

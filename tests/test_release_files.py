@@ -187,3 +187,25 @@ def test_release_ships_the_answer_distribution_record_that_stats_reads(built, ca
     assert (tables / "qa_distribution_drops.parquet").is_file()
     assert main(["stats", "--qa", str(tables / "qa.parquet"), "--json"]) == 0
     assert capsys.readouterr().out.strip()
+
+
+def test_the_release_ships_each_scans_per_frame_visibility_and_answers_a_sampler_alone(built, tmp_path):
+    """A release copied away from its output root still answers any frame sampler: it carries the per-frame
+    visibility of each scan, byte for byte as built, hashed in the manifest and not listed as a video."""
+    import shutil
+
+    manifest = json.loads((built.release / "manifest.json").read_text())
+    keys = sorted(pl.read_parquet(built.release / "tables" / "scans.parquet")["key"].to_list())
+    for key in keys:
+        rel = f"tables/visibility/{key}.parquet"
+        shipped = (built.release / rel).read_bytes()
+        assert shipped == (built.out / rel).read_bytes()
+        assert manifest["files"][rel] == hashlib.sha256(shipped).hexdigest()
+    videos = json.loads((built.release / "videos_manifest.json").read_text())
+    assert all(entry["path"].startswith("videos/") for entry in videos) and manifest["videos"] == len(videos)
+
+    alone = tmp_path / "copied-release"
+    shutil.copytree(built.release, alone, symlinks=False)
+    assert main(["answers", "--release", str(alone), "--sampler", "uniform:2", "--out", str(tmp_path / "ans"),
+                 "--no-videos"]) == 0
+    assert pl.read_parquet(tmp_path / "ans" / "tables" / "qa.parquet").height > 0

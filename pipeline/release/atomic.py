@@ -125,8 +125,9 @@ def write_release(
 ) -> Release:
     """Write ``releases_dir/<version>`` atomically and then point ``latest`` at it.
 
-    ``videos`` maps release-relative paths to source files (hard-linked when
-    possible; remote ones are only listed, ``publish`` copies them);
+    ``videos`` maps release-relative paths to source files shipped as they are: the videos and the per-scan
+    visibility tables (hard-linked when possible; remote ones are only listed, ``publish`` copies them);
+    ``videos_manifest.json`` lists those under ``videos/``, the manifest's ``files`` the others;
     ``extra_files(staging_dir, version)`` may add reports before the rename.
     """
     releases_dir = Path(releases_dir)
@@ -221,9 +222,13 @@ def _stage_and_rename(staging, final, version, tables, table_bytes, config, chec
     for name, data in table_bytes.items():
         storage.write_bytes_atomic(storage.upath(staging / "tables" / f"{name}.parquet"), data)
     video_entries = []
+    remote_files = {}
     for rel, src in sorted((videos or {}).items()):
         if not isinstance(src, Path):  # on an object store: copied store-side by ``publish``
-            video_entries.append({"path": rel, "bytes": src.stat().st_size, "sha256": _sha256(src)})
+            if rel.startswith("videos/"):
+                video_entries.append({"path": rel, "bytes": src.stat().st_size, "sha256": _sha256(src)})
+            else:
+                remote_files[rel] = _sha256(src)
             continue
         dst = staging / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -232,7 +237,8 @@ def _stage_and_rename(staging, final, version, tables, table_bytes, config, chec
         except OSError:
             shutil.copy2(src, dst)
         storage.make_shareable(dst)  # the link shares the source's inode: a 0600 video of an older build
-        video_entries.append({"path": rel, "bytes": dst.stat().st_size, "sha256": _sha256(dst)})
+        if rel.startswith("videos/"):
+            video_entries.append({"path": rel, "bytes": dst.stat().st_size, "sha256": _sha256(dst)})
     (staging / "videos_manifest.json").write_text(json.dumps(video_entries, indent=1))
     if extra_files:
         extra_files(staging, version)
@@ -240,7 +246,8 @@ def _stage_and_rename(staging, final, version, tables, table_bytes, config, chec
         str(p.relative_to(staging)): _sha256(p)
         for p in sorted(staging.rglob("*"))
         if p.is_file() and not str(p.relative_to(staging)).startswith("videos/")
-    }
+    } | remote_files
+    files = dict(sorted(files.items()))
     manifest = {
         "version": version,
         "code_revision": code_revision(),

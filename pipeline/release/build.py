@@ -30,7 +30,8 @@ from pipeline.release.verdicts import apply_verdicts, outcome_checks, read_verdi
 from pipeline.scene.scan_notes import read_skipped
 from pipeline.table_scan import existing, read_tables
 
-REPORT_TABLES = ("visibility",)  # read for the report's gallery, not released
+REPORT_TABLES = ("visibility",)  # read for the report's gallery; shipped as the per-scan files, not one table
+VISIBILITY_FOLDER = "tables/visibility"  # in the release as in the output root: <dataset>/<scene>.parquet
 DATA_DOCS_INDEX = "data_docs/index.html"  # inside the release
 REPORT_INDEX = "report/index.html"
 
@@ -127,6 +128,7 @@ def build_release(
     videos = _release_videos(tables, out_root)  # what the released questions play; the gate does not change qa
     if "dummy_videos" in tables:  # every released row names a video the release ships (before the gate sees it)
         tables["dummy_videos"] = shipped_dummy_videos(tables["dummy_videos"], videos)
+    shipped = videos | _visibility_files(tables, out_root)
     gate = run_release_gate(tables, config)
     gate_dict = _with_meanings(gate.to_dict(), config)
     if not gate.success:
@@ -166,7 +168,7 @@ def build_release(
         if local:
             release = write_release(
                 Path(out_root.path) / "releases", released, config=config.to_dict(), checks=checks,
-                videos={rel: Path(src.path) for rel, src in videos.items()}, version=version, extra_files=add_reports,
+                videos={rel: Path(src.path) for rel, src in shipped.items()}, version=version, extra_files=add_reports,
             )
             return ReleaseOutcome(
                 release=release,
@@ -178,10 +180,10 @@ def build_release(
             )
         with tempfile.TemporaryDirectory(prefix="scan2qa-release-") as staging_root:
             staged = write_release(
-                Path(staging_root), released, config=config.to_dict(), checks=checks, videos=videos,
+                Path(staging_root), released, config=config.to_dict(), checks=checks, videos=shipped,
                 version=version, extra_files=add_reports,
             )
-            remote = publish(staged, storage.upath(config.releases_root, config.storage_options), videos)
+            remote = publish(staged, storage.upath(config.releases_root, config.storage_options), shipped)
     return ReleaseOutcome(
         release=Release(version=staged.version, path=remote, manifest=staged.manifest),
         report=f"{remote}/{REPORT_INDEX}",
@@ -269,6 +271,24 @@ def _release_videos(tables: dict[str, pl.DataFrame], out_root) -> dict[str, obje
         if src.exists():
             videos[rel] = src
     return videos
+
+
+def _visibility_files(tables: dict[str, pl.DataFrame], out_root) -> dict[str, object]:
+    """Each released scan's per-frame visibility file, by its path in the release.
+
+    Shipped so that a release alone answers for any frame sampler (``scan2qa answers --release``): the
+    budgets' ``object_visibility`` decides only the frames of the budgets. The files are linked or copied
+    byte for byte, never read into one table, so their size costs the release step no memory.
+    """
+    if "scans" not in tables:
+        return {}
+    files = {}
+    for key in sorted(set(tables["scans"]["key"].to_list())):
+        rel = f"{VISIBILITY_FOLDER}/{key}.parquet"
+        src = out_root / rel
+        if src.exists():
+            files[rel] = src
+    return files
 
 
 def _sampler_validity(tables: dict, config: Config) -> str:

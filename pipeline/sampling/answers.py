@@ -212,10 +212,9 @@ def compute_answers(
 
 
 def find_visibility(release: Path, keys: list[str]) -> pl.DataFrame | None:
-    """Per-frame visibility for a release: its own ``tables/visibility.parquet``, else the output root's per-scan files.
-
-    A release folder ``<output_root>/releases/<version>`` does not ship the per-frame table (it is the report's
-    input), so it is read from the output root two levels up; ``--release <output_root>`` reads it directly.
+    """Per-frame visibility for a release: its own per-scan files (``tables/visibility/<key>.parquet``, shipped
+    since releases carry them), else those of the output root two levels up (a release made before), or one
+    ``tables/visibility.parquet``; ``--release <output_root>`` reads the output root's directly.
     """
     from pipeline.storage import read_table, upath
 

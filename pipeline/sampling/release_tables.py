@@ -54,7 +54,8 @@ def load_release_tables(release: str | Path) -> dict[str, pl.DataFrame]:
     if visibility is None:
         raise ScanError(
             "release", str(release / "tables" / "visibility"),
-            "no per-frame visibility: pass the output root (or a release inside it) that holds tables/visibility/",
+            "no per-frame visibility: a release made before releases shipped tables/visibility/ needs the output "
+            "root it was built in (or a release inside it)",
         )
     tables["visibility"] = visibility
     for root in (release.resolve(), release.resolve().parent.parent):

@@ -16,9 +16,10 @@ from __future__ import annotations
 import io
 import os
 import posixpath
+import tempfile
 import uuid
-from collections.abc import Callable
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,66 @@ def parquet_bytes(table_name: str, df: pl.DataFrame) -> bytes:
 
 def write_table(path: UPath, table_name: str, df: pl.DataFrame) -> None:
     write_bytes_atomic(path, parquet_bytes(table_name, df))
+
+
+def write_frames(path: UPath, table_name: str, frames: Iterable[pl.DataFrame]) -> tuple[int, pl.DataFrame]:
+    """Write a table given as successive frames (in row order); (rows written, the first rows).
+
+    For a table too large to hold whole (the dataset-wide ``qa``): frames are gathered only until a row group
+    is full, so at most one row group (``ROW_GROUP_ROWS``) and one frame are in memory. Each row group is one
+    contiguous chunk, so the file is the bytes ``write_table`` gives for the same rows held as one chunk
+    (``tests/test_parquet_bytes.py``), and a table read back and released is the same bytes as before. The
+    file appears whole or not at all: written to a temporary file beside it (locally) or uploaded from one in
+    a single put.
+    """
+    sch = schemas.schema(table_name)
+    rows, first = 0, None
+    with tempfile.TemporaryDirectory(prefix="scan2qa-table-") if not is_local(path) else nullcontext() as tmp_dir:
+        if is_local(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = os.path.join(os.path.dirname(path.path), f".{path.name}.{uuid.uuid4().hex}.tmp")
+        else:
+            tmp = os.path.join(tmp_dir, path.name)
+        try:
+            with pq.ParquetWriter(tmp, sch, **PARQUET_OPTIONS) as writer:
+                pending: list[pa.Table] = []
+                held = 0
+
+                def flush(count: int) -> None:
+                    nonlocal pending, held
+                    table = pa.concat_tables(pending)
+                    group, rest = table.slice(0, count), table.slice(count)
+                    writer.write_table(group.cast(sch).combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+                    pending, held = ([rest] if rest.num_rows else []), rest.num_rows
+
+                for df in frames:
+                    if first is None:
+                        first = df.head(20)
+                    table = schemas.selected_arrow(table_name, df)
+                    del df
+                    if table.num_rows:
+                        pending.append(table)
+                        held += table.num_rows
+                        rows += table.num_rows
+                    del table
+                    while held >= ROW_GROUP_ROWS:
+                        flush(ROW_GROUP_ROWS)
+                if held:
+                    flush(held)
+                if rows == 0:
+                    writer.write_table(sch.empty_table())  # one empty row group, as write_table writes
+            if is_local(path):
+                with open(tmp, "rb+") as fh:
+                    os.fsync(fh.fileno())
+                os.replace(tmp, path.path)
+            else:
+                with reaching(path):
+                    path.fs.put_file(tmp, path.path)  # one put: the object appears whole or not at all
+        finally:
+            if is_local(path) and os.path.exists(tmp):
+                os.remove(tmp)
+    return rows, first if first is not None else schemas.empty(table_name)
+
 
 
 def read_table(path: UPath, table_name: str | None = None) -> pl.DataFrame:

@@ -14,12 +14,14 @@ input fails exactly as it did before.
 
 ``TableParts`` is the unread form: a step over millions of rows reads it in
 batches of whole files instead of holding every column of every scan at once.
+``TableFrames`` is the matching output form: a dataset-wide table handed to the
+IO manager as successive frames, written one row group at a time.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -53,6 +55,17 @@ class TableParts:
         """The files of the scans ``keys`` (``<dataset>/<scene_id>``), in the same order: what a release holds."""
         wanted = set(keys)
         return TableParts(self.name, tuple(p for p in self.paths if scan_key_of(p) in wanted))
+
+
+@dataclass(frozen=True)
+class TableFrames:
+    """A table too large to hold whole, as its frames in row order (``storage.write_frames`` writes them).
+
+    The ``qa`` step returns its question table this way: the rows of one batch of scans at a time.
+    """
+
+    name: str
+    frames: Iterable[pl.DataFrame]
 
 
 def scan_key_of(path: UPath) -> str:

@@ -10,7 +10,9 @@ truncated or half-replaced table behind. A dataset-wide asset reading a
 per-scan table gets all partitions that exist, concatenated in key order (one
 pyarrow dataset scan, ``pipeline.table_scan``): a scan whose partition failed is
 left out rather than failing the whole dataset. An input annotated
-``TableParts`` gets the files unread, for a step that reads them in batches.
+``TableParts`` gets the files unread, for a step that reads them in batches; an
+output given as ``TableFrames`` (the dataset-wide ``qa``) is written frame by frame
+(``pipeline.storage.write_frames``), never held whole.
 Each stored table is recorded with ``dagster/row_count``, its path (clickable
 in the UI) and a Markdown preview of its first rows (``assets.catalog``).
 """
@@ -23,8 +25,8 @@ import dagster as dg
 import polars as pl
 from upath import UPath
 
-from pipeline.storage import read_table, upath, write_table
-from pipeline.table_scan import TableParts, existing
+from pipeline.storage import read_table, upath, write_frames, write_table
+from pipeline.table_scan import TableFrames, TableParts, existing
 
 
 def _table_name(asset_key: dg.AssetKey) -> str:
@@ -50,8 +52,16 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             return base / f"{table}.parquet"
         return base / table / f"{_relative_partition_path(partition_key)}.parquet"
 
-    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | None) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | TableFrames | None) -> None:
         if obj is None:
+            return
+        if isinstance(obj, TableFrames):
+            from assets.catalog import materialization_metadata
+
+            table = _table_name(context.asset_key)
+            path = self.table_path(table, context.asset_partition_key if context.has_asset_partitions else None)
+            rows, head = write_frames(path, table, obj.frames)
+            context.add_output_metadata(materialization_metadata(table, head, path, rows=rows))
             return
         if not isinstance(obj, pl.DataFrame):
             raise TypeError(f"asset {context.asset_key.to_user_string()} returned {type(obj).__name__}, expected a polars DataFrame")

@@ -28,6 +28,7 @@ from assets.partitions import scan_partitions
 from expectations.suites import Rule, Suite, _columns, _not_null, _unique
 from pipeline.config import Config
 from pipeline.frames.budgets import frame_budgets
+from pipeline.table_scan import TableParts
 from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
@@ -165,9 +166,13 @@ def object_visibility_expectations(
     can_subset=False,
 )
 def qa_expectations(
-    storage: StorageResource, run_config: RunConfigResource, qa: pl.DataFrame, scans: pl.DataFrame, objects: pl.DataFrame,
+    storage: StorageResource, run_config: RunConfigResource, qa: TableParts, scans: pl.DataFrame, objects: pl.DataFrame,
     object_visibility: pl.DataFrame,
 ):
-    """The ``qa`` and ``qa_distribution`` suites over the whole question table and the scans it asks about."""
+    """The ``qa`` and ``qa_distribution`` suites over the whole question table and the scans it asks about.
+
+    The question table arrives unread: its rules are decided a row group at a time (``expectations.checks``
+    ``SlicedView``), since at 10,000 scans it is gigabytes.
+    """
     tables = {"qa": qa, "scans": scans, "objects": objects, "object_visibility": object_visibility}
     yield from suite_results(tables, QA_SUITES, run_config.config(storage), "whole question table", asset="qa")

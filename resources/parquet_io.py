@@ -75,12 +75,14 @@ class ParquetIOManager(dg.ConfigurableIOManager):
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame | TableParts:
         table = _table_name(context.asset_key)
+        # An input annotated ``TableParts`` is read by its step, in batches or row groups; any other gets the
+        # whole table.
+        wanted = getattr(context.dagster_type, "typing_type", None)
         if not context.has_asset_partitions:
-            return read_table(self.table_path(table), table)
+            path = self.table_path(table)
+            return TableParts(table, (path,)) if wanted is TableParts else read_table(path, table)
         keys = sorted(context.asset_partition_keys)
         if len(keys) == 1 and context.has_partition_key:
             return read_table(self.table_path(table, keys[0]), table)
         parts = TableParts(table, existing([self.table_path(table, key) for key in keys]))
-        # An input annotated ``TableParts`` is read by its step, in batches; any other gets the whole table.
-        wanted = getattr(context.dagster_type, "typing_type", None)
         return parts if wanted is TableParts else parts.read()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 import pyarrow as pa
@@ -39,14 +39,28 @@ class TableParts:
 
     name: str
     paths: tuple[UPath, ...]
+    keep: pl.Expr | None = field(default=None, compare=False)  # only the rows it is true on (``where``)
+
+    def where(self, keep: pl.Expr | None) -> TableParts:
+        """The same files, read with only the rows ``keep`` is true on (None: every row)."""
+        return TableParts(self.name, self.paths, keep)
+
+    def _kept(self, df: pl.DataFrame) -> pl.DataFrame:
+        return df if self.keep is None else df.filter(self.keep)
 
     def read(self, columns: Sequence[str] | None = None) -> pl.DataFrame:
-        return read_tables(self.paths, self.name, columns)
+        if self.keep is None:
+            return read_tables(self.paths, self.name, columns)
+        if columns is None:
+            return self._kept(read_tables(self.paths, self.name))
+        order = list(schemas.schema(self.name).names)
+        needed = set(columns) | set(self.keep.meta.root_names())  # the columns asked for and those keep reads
+        return self._kept(read_tables(self.paths, self.name, [c for c in order if c in needed])).select(columns)
 
     def batches(self, files: int) -> Iterator[pl.DataFrame]:
         """The table in slices of ``files`` whole files (so no scan is split between two slices)."""
         for start in range(0, len(self.paths), max(files, 1)):
-            yield read_tables(self.paths[start : start + files], self.name)
+            yield self._kept(read_tables(self.paths[start : start + files], self.name))
 
     def slices(self) -> Iterator[pl.DataFrame]:
         """The table one row group at a time, in row order, each conformed: for a table too large to hold whole
@@ -69,7 +83,7 @@ class TableParts:
             for index in range(groups.num_row_groups):
                 table = groups.read_row_group(index)
                 frame = pl.from_arrow(table)
-                yield frame if table.schema.equals(schema) else schemas.conform(self.name, frame)
+                yield self._kept(frame if table.schema.equals(schema) else schemas.conform(self.name, frame))
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -77,7 +91,7 @@ class TableParts:
     def only(self, keys) -> TableParts:
         """The files of the scans ``keys`` (``<dataset>/<scene_id>``), in the same order: what a release holds."""
         wanted = set(keys)
-        return TableParts(self.name, tuple(p for p in self.paths if scan_key_of(p) in wanted))
+        return TableParts(self.name, tuple(p for p in self.paths if scan_key_of(p) in wanted), self.keep)
 
 
 @dataclass(frozen=True)

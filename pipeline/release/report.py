@@ -535,10 +535,12 @@ def render_report(
     # Gallery.
     parts.append("<h2>Sample questions</h2>")
     samples = []
-    for (t,), group in sorted(qa.group_by(["question_type"]), key=lambda kv: kv[0][0]):
+    # Per type, its rows' positions in table order (a group of the whole table would copy every column).
+    positions = qa.select("question_type").with_row_index("_row").group_by("question_type").agg(pl.col("_row"))
+    for t, rows in sorted(zip(positions["question_type"].to_list(), positions["_row"].to_list()), key=lambda kv: kv[0]):
         rng = seeding.rng(seed, "report-gallery", t)
-        picks = sorted(rng.choice(group.height, size=min(samples_per_type, group.height), replace=False).tolist())
-        samples += [group.row(i, named=True) for i in picks]
+        picks = sorted(rng.choice(len(rows), size=min(samples_per_type, len(rows)), replace=False).tolist())
+        samples += [qa.row(rows[i], named=True) for i in picks]
     if question_rows is not None and samples:
         whole = {row["id"]: row for row in question_rows([row["id"] for row in samples]).iter_rows(named=True)}
         samples = [whole[row["id"]] for row in samples]

@@ -212,14 +212,14 @@ def _write_frames_to(sink, table_name: str, frames: Iterable[pl.DataFrame], comb
         def flush(count: int) -> None:
             nonlocal pending, held
             table = pa.concat_tables(pending)
-            group, rest = table.slice(0, count).cast(sch), table.slice(count)
+            group, rest = table.slice(0, count), table.slice(count)
             writer.write_table(group.combine_chunks() if combine else group, row_group_size=ROW_GROUP_ROWS)
             pending, held = ([rest] if rest.num_rows else []), rest.num_rows
 
         for df in frames:
             if first is None:
                 first = df.head(20)
-            table = schemas.selected_arrow(table_name, df)
+            table = schemas.selected_arrow(table_name, df).cast(sch)  # cast on arrival: the frame can go now
             del df
             if table.num_rows:
                 pending.append(table)

@@ -31,6 +31,7 @@ from upath import UPath
 from pipeline import schemas, storage
 
 _MAX_BATCH_ROWS = 1 << 30  # a file is never split into several batches by the scanner
+READ_BATCH_ROWS = 128 * 1024  # the chunk length of ``pq.read_table`` (the dataset scanner's default batch size)
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,9 @@ class TableParts:
             yield self._kept(read_tables(self.paths[start : start + files], self.name))
 
     def slices(self) -> Iterator[pl.DataFrame]:
-        """The table one row group at a time, in row order, each conformed: for a table too large to hold whole
-        whose rules are decided row by row (``expectations.runner``)."""
+        """The table one row group at a time, in row order, each conformed and chunked as ``pq.read_table``
+        chunks it (``READ_BATCH_ROWS``): for a table too large to hold whole (``expectations.checks.SlicedView``,
+        the release's qa)."""
         import pyarrow.parquet as pq
 
         schema = schemas.schema(self.name)
@@ -81,7 +83,10 @@ class TableParts:
             if groups.num_row_groups == 0:
                 yield schemas.empty(self.name)
             for index in range(groups.num_row_groups):
-                table = groups.read_row_group(index)
+                # Chunked as ``pq.read_table`` chunks it, so a table written from the slices (the release's qa)
+                # is the same bytes as one written from the whole read.
+                batches = groups.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=[index])
+                table = pa.Table.from_batches(list(batches), schema=groups.schema_arrow)
                 frame = pl.from_arrow(table)
                 yield self._kept(frame if table.schema.equals(schema) else schemas.conform(self.name, frame))
 

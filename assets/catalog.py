@@ -278,10 +278,12 @@ def path_value(path) -> dg.MetadataValue:
     return dg.MetadataValue.url(text) if "://" in text and not text.startswith("file://") else dg.MetadataValue.path(text)
 
 
-def materialization_metadata(table: str, df, path) -> dict[str, Any]:
-    """What the IO manager records per stored table: row count, path, preview and the columns written."""
+def materialization_metadata(table: str, df, path, rows: int | None = None) -> dict[str, Any]:
+    """What the IO manager records per stored table: row count, path, preview and the columns written.
+
+    ``rows``: the table's row count when ``df`` is only its first rows (a table written frame by frame)."""
     return {
-        "dagster/row_count": dg.MetadataValue.int(df.height),
+        "dagster/row_count": dg.MetadataValue.int(df.height if rows is None else rows),
         "path": path_value(path),
         "preview": dg.MetadataValue.md(preview(df)),
     }

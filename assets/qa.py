@@ -7,6 +7,8 @@ question profile of the run configuration that has a YAML profile in
 letter balancing) per profile over all partitions that succeeded.
 """
 
+import itertools
+
 import dagster as dg
 import polars as pl
 
@@ -15,7 +17,7 @@ from assets.catalog import table_asset, table_out
 from assets.partitions import scan_partitions
 from assets.step_config import step_config
 from pipeline import schemas
-from pipeline.table_scan import TableParts
+from pipeline.table_scan import TableFrames, TableParts
 from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
@@ -88,7 +90,7 @@ def qa(
     pinpoint_qa: pl.DataFrame,
     scan_membership: pl.DataFrame,
 ):
-    from pipeline.qa.finalize import finalize_qa_parts
+    from pipeline.qa.finalize import streamed_qa_parts
     from pipeline.release.membership import built_keys
     from pipeline.release.verdicts import accepted_ids, read_verdicts
 
@@ -96,16 +98,20 @@ def qa(
     drops: list[pl.DataFrame] = []
     pinned = accepted_ids(read_verdicts(config.verdicts_path, config.storage_options))  # accepted: never dropped
     # Candidates arrive unread: thousands of scans' worth is read in batches of whole scans, and only the scans
-    # the instance says were built (a failed rerun's partition may still hold its old file).
-    tables = finalize_qa_parts(
+    # the instance says were built (a failed rerun's partition may still hold its old file). The questions are
+    # decided on a few columns and written a batch of scans at a time (``TableFrames``): at 10,000 scans the
+    # table is gigabytes.
+    with streamed_qa_parts(
         qa_candidates.only(built_keys(scan_membership)), profiles=question_profiles(config.profiles),
         seed=config.seed, drops=drops, pinned=pinned,
-    )
-    if "pinpointqa" in config.profiles:
-        tables.append(schemas.conform("qa", pinpoint_qa))
-    table = pl.concat(tables) if tables else schemas.empty("qa")
-    counts = table.group_by("profile", "question_type").len().sort("profile", "question_type")
-    per_type = {f"{r['profile']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
+    ) as decided:
+        counts = decided.counts
+        tail = [schemas.conform("qa", pinpoint_qa)] if "pinpointqa" in config.profiles else []
+        if tail:
+            counts = pl.concat([counts, tail[0].group_by("profile", "question_type").len().cast({"len": pl.UInt32})])
+        counts = counts.group_by("profile", "question_type").agg(pl.col("len").sum()).sort("profile", "question_type")
+        per_type = {f"{r['profile']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
+        frames = itertools.chain(decided.frames(), tail)
+        yield dg.Output(TableFrames("qa", frames), output_name="qa", metadata={"per_type": dg.MetadataValue.json(per_type)})
     record = schemas.conform("qa_distribution_drops", pl.concat(drops)) if drops else schemas.empty("qa_distribution_drops")
-    yield dg.Output(table, output_name="qa", metadata={"per_type": dg.MetadataValue.json(per_type)})
     yield dg.Output(record, output_name="qa_distribution_drops")

@@ -29,6 +29,7 @@ from assets.partitions import scan_partitions
 from expectations.suites import Rule, Suite, _columns, _not_null, _unique
 from pipeline.config import Config
 from pipeline.frames.budgets import frame_budgets
+from pipeline.table_scan import TableParts
 from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
@@ -185,11 +186,15 @@ def dummy_videos_expectations(
     can_subset=False,
 )
 def qa_expectations(
-    storage: StorageResource, run_config: RunConfigResource, qa: pl.DataFrame, qa_distribution_drops: pl.DataFrame,
+    storage: StorageResource, run_config: RunConfigResource, qa: TableParts, qa_distribution_drops: pl.DataFrame,
     scans: pl.DataFrame, objects: pl.DataFrame, object_visibility: pl.DataFrame,
 ):
     """The ``qa`` and ``qa_distribution`` suites over the whole question table and the scans it asks about, and
-    the ``qa_distribution_drops`` suite over what the same step dropped."""
+    the ``qa_distribution_drops`` suite over what the same step dropped.
+
+    The question table arrives unread: its rules are decided a row group at a time (``expectations.checks``
+    ``SlicedView``), since at 10,000 scans it is gigabytes.
+    """
     config = run_config.config(storage)
     tables = {"qa": qa, "scans": scans, "objects": objects, "object_visibility": object_visibility}
     yield from suite_results(tables, QA_SUITES, config, "whole question table", asset="qa")

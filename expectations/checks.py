@@ -11,6 +11,7 @@ verdicts on it must match these.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import polars as pl
@@ -95,3 +96,116 @@ def failing_ids(view: pl.DataFrame, id_column: str | None, positions: list[int])
         return [str(p) for p in positions]
     ids = view[id_column]
     return [str(ids[p]) for p in positions]
+
+
+# --- views too large to hold: decided a slice at a time -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlicedView:
+    """A view too large to hold (the qa view at 10,000 scans): ``slices()`` gives it in row order, one slice's
+    view at a time; ``columns(names)`` gives the whole table's columns ``names``, for the rules that compare
+    all rows at once (uniqueness)."""
+
+    slices: Callable[[], Iterator[pl.DataFrame]]
+    columns: Callable[[list[str]], pl.DataFrame]
+
+
+@dataclass
+class Decided:
+    """A suite's rules decided over a whole view: per-rule checks, the sample GX validates, the view's height and
+    the id of every listed failing row."""
+
+    checks: dict[str, RuleCheck]
+    sample: pl.DataFrame
+    height: int
+    ids: dict[int, str]
+
+    def failing_ids(self, positions: list[int]) -> list[str]:
+        return [self.ids[p] for p in positions]
+
+
+def _ids_at(rows: pl.DataFrame, positions: list[int], id_column: str | None) -> dict[int, str]:
+    return dict(zip(positions, failing_ids(rows, id_column, list(range(len(positions))))))
+
+
+def decide(view: pl.DataFrame | SlicedView, rules: list[Rule], id_column: str | None) -> Decided:
+    """Every rule of a suite over ``view``, whole or sliced; both give the same checks, sample and ids."""
+    if isinstance(view, SlicedView):
+        return _decide_sliced(view, rules, id_column)
+    checks = {rule.name: check_rule(rule, view) for rule in rules}
+    listed = sorted({p for check in checks.values() for p in check.positions})
+    return Decided(checks, bounded_rows(view, rules, checks), view.height, _ids_at(view[listed], listed, id_column))
+
+
+def _whole_table_rule(rule: Rule) -> bool:
+    return "Unique" in rule.expectation
+
+
+def _decide_sliced(view: SlicedView, rules: list[Rule], id_column: str | None) -> Decided:
+    """``decide`` one slice at a time: row rules add up over slices (their first failing rows are the first of
+    the first slices that fail), uniqueness is decided over the whole table's key columns, and the sample is
+    gathered as the slices pass (a second pass only for a duplicate's partner or row not yet seen)."""
+    table_rules = [r for r in rules if r.expectation == "ExpectTableColumnsToMatchOrderedList"]
+    row_rules = [r for r in rules if r not in table_rules and not _whole_table_rule(r)]
+    counts = {r.name: 0 for r in row_rules}
+    passed = {r.name: True for r in row_rules}
+    listed: dict[str, list[int]] = {r.name: [] for r in row_rules}
+    checks: dict[str, RuleCheck] = {}
+    kept: dict[tuple[int, ...], pl.DataFrame] = {}
+    offset = 0
+    for piece in view.slices():
+        if not checks and table_rules:
+            checks.update({r.name: check_rule(r, piece) for r in table_rules})
+        wanted = set(range(min(max(SAMPLE_ROWS - offset, 0), piece.height)))
+        for rule in row_rules:
+            check = check_rule(rule, piece)
+            counts[rule.name] += check.unexpected_count
+            passed[rule.name] &= check.success
+            new = check.positions[: MAX_LISTED_ROWS - len(listed[rule.name])]
+            listed[rule.name] += [offset + p for p in new]
+            wanted.update(new)
+        _keep_rows(kept, piece, sorted(wanted), offset)
+        offset += piece.height
+    for rule in table_rules:
+        checks.setdefault(rule.name, RuleCheck(True, 0, []))  # no slice at all: an empty view passes (as GX says)
+    checks.update({r.name: RuleCheck(passed[r.name], counts[r.name], listed[r.name]) for r in row_rules})
+    partners: set[int] = set()
+    for rule in (r for r in rules if _whole_table_rule(r)):
+        names = rule.kwargs.get("column_list") or [rule.kwargs["column"]]
+        columns = view.columns(list(names))
+        check = check_rule(rule, columns)
+        checks[rule.name] = check
+        partners.update(check.positions)
+        if check.positions:
+            first = columns.slice(check.positions[0], 1).row(0)
+            partner = (
+                columns.with_row_index("_row")
+                .filter(pl.all_horizontal(pl.col(c).eq_missing(v) for c, v in zip(names, first)))
+                .filter(pl.col("_row") != check.positions[0])["_row"]
+            )
+            partners.update(partner.head(1).to_list())
+        del columns
+    missing = partners - {p for block in kept for p in block}
+    if missing:
+        offset = 0
+        for piece in view.slices():
+            _keep_rows(kept, piece, sorted(q - offset for q in missing if offset <= q < offset + piece.height), offset)
+            offset += piece.height
+    positions = sorted(p for block in kept for p in block)
+    if kept:
+        sample = pl.concat([rows.with_columns(pl.Series("_pos", list(block))) for block, rows in kept.items()])
+        sample = sample.sort("_pos").drop("_pos")
+    else:
+        sample = next(iter(view.slices()), pl.DataFrame()).clear()
+    failing = sorted({p for check in checks.values() for p in check.positions})
+    index = {p: i for i, p in enumerate(positions)}
+    ids = _ids_at(sample[[index[p] for p in failing]], failing, id_column) if failing else {}
+    return Decided(checks, sample, offset, ids)
+
+
+def _keep_rows(kept: dict[tuple[int, ...], pl.DataFrame], piece: pl.DataFrame, rows: list[int], offset: int) -> None:
+    """Rows ``rows`` of a slice, copied out of it (a gathered frame's strings still point into the slice's
+    buffers, which would keep every slice alive), under their positions in the whole view."""
+    if rows:
+        kept[tuple(offset + p for p in rows)] = pl.from_arrow(piece[rows].to_arrow())

@@ -14,7 +14,9 @@ import json
 import numpy as np
 import polars as pl
 
+from expectations.checks import SlicedView
 from pipeline.scoring.metrics import frequency_baseline
+from pipeline.table_scan import TableParts
 
 DUMMY_KINDS = ("query_drop", "first_frame", "black")
 
@@ -39,6 +41,7 @@ COLUMN_MEANINGS = {
     "not_released": "true when the dropped question's id is not in the released qa table",
 }
 COUNTING_PREFIXES = ("object_counting",)
+QA_DISTRIBUTION_COLUMNS = ["profile", "budget", "question_type", "id", "ground_truth", "options", "video_kind"]
 
 
 def _letters(options: list[str] | None) -> list[str]:
@@ -174,8 +177,7 @@ def qa_distribution(qa: pl.DataFrame, min_questions: int = 40) -> pl.DataFrame:
     biases on purpose (``controls_distribution``), which the gate bounds only
     against a degenerate generator.
     """
-    needed = ["profile", "budget", "question_type", "id", "ground_truth", "options", "video_kind"]
-    real = qa.select(needed).filter(pl.col("video_kind") == "real")
+    real = qa.select(QA_DISTRIBUTION_COLUMNS).filter(pl.col("video_kind") == "real")
     rows = []
     for (profile, budget, qtype), group in sorted(
         real.group_by(["profile", "budget", "question_type"]), key=lambda kv: tuple(str(k) for k in kv[0])
@@ -267,17 +269,29 @@ def build_views(tables: dict[str, pl.DataFrame], min_questions_for_distribution:
         views["dummy_videos"] = dummy_videos_view(tables["dummy_videos"], scans, objects)
     if "qa_distribution_drops" in tables:
         drops = _member(tables["qa_distribution_drops"], scan_keys, ["key"], "scan_exists")
-        views["qa_distribution_drops"] = drops.with_columns((~_found(drops, get("qa").select("id"), ["id"])).alias("not_released"))
+        released = get("qa")
+        released_ids = released.read(["id"]) if isinstance(released, TableParts) else released.select("id")
+        views["qa_distribution_drops"] = drops.with_columns((~_found(drops, released_ids, ["id"])).alias("not_released"))
     if "qa" in tables:
         qa = tables["qa"]
-        value = pl.col("answer_value")
-        numeric_ok = (
-            pl.col("question_type").str.starts_with("object_counting")
-            | value.is_null()
-            | ((value > 0) & ~value.is_nan())
-        )
-        views["qa"] = qa_view(qa, objects, scans, get("object_visibility")).with_columns(
-            numeric_ok.alias("numeric_positive")
-        )
-        views["qa_distribution"] = qa_distribution(qa, min_questions_for_distribution)
+        visibility = get("object_visibility")
+        if isinstance(qa, TableParts):  # too large to hold: its view a row group at a time, its columns on request
+            views["qa"] = SlicedView(
+                lambda: (qa_suite_view(piece, objects, scans, visibility) for piece in qa.slices()), qa.read
+            )
+            views["qa_distribution"] = qa_distribution(qa.read(QA_DISTRIBUTION_COLUMNS), min_questions_for_distribution)
+        else:
+            views["qa"] = qa_suite_view(qa, objects, scans, visibility)
+            views["qa_distribution"] = qa_distribution(qa, min_questions_for_distribution)
     return views
+
+
+def qa_suite_view(qa: pl.DataFrame, objects: pl.DataFrame, scans: pl.DataFrame, object_visibility: pl.DataFrame) -> pl.DataFrame:
+    """``qa_view`` plus ``numeric_positive``: the view the ``qa`` suite checks (row by row, but for uniqueness)."""
+    value = pl.col("answer_value")
+    numeric_ok = (
+        pl.col("question_type").str.starts_with("object_counting")
+        | value.is_null()
+        | ((value > 0) & ~value.is_nan())
+    )
+    return qa_view(qa, objects, scans, object_visibility).with_columns(numeric_ok.alias("numeric_positive"))

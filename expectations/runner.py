@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 
 import polars as pl
 
-from expectations.checks import RuleCheck, bounded_rows, check_rule, failing_ids
+from expectations.checks import Decided, RuleCheck, SlicedView, decide
 from expectations.data_docs import SuiteValidation, outcome_from_gx, write_site
 from expectations.derived import build_views
 from expectations.gc_freeze import older_objects_frozen
@@ -79,14 +79,15 @@ class GateReport:
         return {"success": self.success, "data_docs": self.data_docs, "results": [asdict(r) for r in self.results]}
 
 
-def _rule_results(suite: Suite, view: pl.DataFrame, checks: dict[str, RuleCheck]) -> list[RuleResult]:
+def _rule_results(suite: Suite, decided: Decided) -> list[RuleResult]:
+    checks = decided.checks
     return [
         RuleResult(
             name=rule.name,
             table=suite.table,
             success=checks[rule.name].success,
             unexpected_count=0 if checks[rule.name].success else checks[rule.name].unexpected_count,
-            failing_rows=[] if checks[rule.name].success else failing_ids(view, suite.id_column, checks[rule.name].positions),
+            failing_rows=[] if checks[rule.name].success else decided.failing_ids(checks[rule.name].positions),
             guards=rule.guards,
         )
         for rule in suite.rules
@@ -117,8 +118,7 @@ def decide_suites(
         if suite.table not in views and suite.table in tables and suite in extra_suites:
             views[suite.table] = tables[suite.table]  # a table checked per scan but not released: no derived columns
         if suite.table in suite_tables and suite.table in views:
-            view = views[suite.table]
-            report.results.extend(_rule_results(suite, view, {r.name: check_rule(r, view) for r in suite.rules}))
+            report.results.extend(_rule_results(suite, decide(views[suite.table], suite.rules, suite.id_column)))
     report.success = all(r.success for r in report.results)
     return report
 
@@ -188,21 +188,21 @@ def _gx_expectation(gx, rule: Rule, check: RuleCheck, rows: int, sample: int):
     return getattr(gx.expectations, rule.expectation)(**rule.kwargs, meta=meta, description=rule.meaning or None)
 
 
-def _run_suite(gx, whole_view, suite: Suite, view: pl.DataFrame) -> tuple[list[RuleResult], SuiteValidation]:
-    checks = {rule.name: check_rule(rule, view) for rule in suite.rules}
-    sample = bounded_rows(view, suite.rules, checks)
+def _run_suite(gx, whole_view, suite: Suite, view: pl.DataFrame | SlicedView) -> tuple[list[RuleResult], SuiteValidation]:
+    decided = decide(view, suite.rules, suite.id_column)
+    checks, sample, height = decided.checks, decided.sample, decided.height
     batch = whole_view.get_batch(batch_parameters={"dataframe": _to_pandas(sample)})
     # The suite is built whole and validated on the batch directly: adding expectations one by one to a suite
     # in the context's store re-serialised the whole suite each time, and a Checkpoint adds stores, freshness
     # checks and a run record around the same validator call. The results are the same objects.
     gx_suite = gx.ExpectationSuite(
         name=suite.table,
-        expectations=[_gx_expectation(gx, rule, checks[rule.name], view.height, sample.height) for rule in suite.rules],
+        expectations=[_gx_expectation(gx, rule, checks[rule.name], height, sample.height) for rule in suite.rules],
     )
     validation = batch.validate(gx_suite, result_format={"result_format": RESULT_FORMAT})
     rules = {rule.name: rule for rule in suite.rules}
     results: list[RuleResult] = []
-    page = SuiteValidation(suite.table, view.height, sample.height, gx.__version__)
+    page = SuiteValidation(suite.table, height, sample.height, gx.__version__)
     for er in validation.results:
         rule = rules[er.expectation_config.meta["rule"]]
         check = checks[rule.name]
@@ -211,7 +211,7 @@ def _run_suite(gx, whole_view, suite: Suite, view: pl.DataFrame) -> tuple[list[R
         elif bool(er.success) != check.success:
             raise RuntimeError(
                 f"{rule.name}: Great Expectations says {'pass' if er.success else 'fail'} on {sample.height} rows "
-                f"where the check over all {view.height} rows says {'pass' if check.success else 'fail'}"
+                f"where the check over all {height} rows says {'pass' if check.success else 'fail'}"
             )
         results.append(
             RuleResult(
@@ -219,7 +219,7 @@ def _run_suite(gx, whole_view, suite: Suite, view: pl.DataFrame) -> tuple[list[R
                 table=suite.table,
                 success=check.success,
                 unexpected_count=0 if check.success else check.unexpected_count,
-                failing_rows=[] if check.success else failing_ids(view, suite.id_column, check.positions),
+                failing_rows=[] if check.success else decided.failing_ids(check.positions),
                 guards=rule.guards,
             )
         )

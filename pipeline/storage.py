@@ -16,9 +16,10 @@ from __future__ import annotations
 import io
 import os
 import posixpath
+import tempfile
 import uuid
-from collections.abc import Callable
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,81 @@ def parquet_bytes(table_name: str, df: pl.DataFrame) -> bytes:
 
 def write_table(path: UPath, table_name: str, df: pl.DataFrame) -> None:
     write_bytes_atomic(path, parquet_bytes(table_name, df))
+
+
+def write_frames(
+    path: UPath, table_name: str, frames: Iterable[pl.DataFrame], *, combine: bool = True
+) -> tuple[int, pl.DataFrame]:
+    """Write a table given as successive frames (in row order); (rows written, the first rows).
+
+    For a table too large to hold whole (the dataset-wide ``qa``): frames are gathered only until a row group
+    is full, so at most one row group (``ROW_GROUP_ROWS``) and one frame are in memory. With ``combine`` each
+    row group is one contiguous chunk, so the file is the bytes ``write_table`` gives for the same rows held
+    as one chunk; without it every frame stays its own chunk, the bytes ``write_table`` gives for the frames
+    concatenated as they are (``tests/test_qa_streamed.py``). The file appears whole or not at all: written
+    to a temporary file beside it (locally) or uploaded from one in a single put.
+    """
+    rows, first = 0, None
+    with tempfile.TemporaryDirectory(prefix="scan2qa-table-") if not is_local(path) else nullcontext() as tmp_dir:
+        if is_local(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = os.path.join(os.path.dirname(path.path), f".{path.name}.{uuid.uuid4().hex}.tmp")
+        else:
+            tmp = os.path.join(tmp_dir, path.name)
+        try:
+            rows, first = _write_frames_to(tmp, table_name, frames, combine)
+            if is_local(path):
+                with open(tmp, "rb+") as fh:
+                    os.fsync(fh.fileno())
+                os.replace(tmp, path.path)
+            else:
+                with reaching(path):
+                    path.fs.put_file(tmp, path.path)  # one put: the object appears whole or not at all
+        finally:
+            if is_local(path) and os.path.exists(tmp):
+                os.remove(tmp)
+    return rows, first
+
+
+def frames_bytes(table_name: str, frames: Iterable[pl.DataFrame], *, combine: bool = True) -> tuple[bytes, int]:
+    """``write_frames`` into memory: (the file's bytes, rows). A compressed table is a fraction of its rows."""
+    buf = io.BytesIO()
+    rows, _ = _write_frames_to(buf, table_name, frames, combine)
+    return buf.getvalue(), rows
+
+
+def _write_frames_to(sink, table_name: str, frames: Iterable[pl.DataFrame], combine: bool) -> tuple[int, pl.DataFrame]:
+    sch = schemas.schema(table_name)
+    rows, first = 0, None
+    with pq.ParquetWriter(sink, sch, **PARQUET_OPTIONS) as writer:
+        pending: list[pa.Table] = []
+        held = 0
+
+        def flush(count: int) -> None:
+            nonlocal pending, held
+            table = pa.concat_tables(pending)
+            group, rest = table.slice(0, count), table.slice(count)
+            writer.write_table(group.combine_chunks() if combine else group, row_group_size=ROW_GROUP_ROWS)
+            pending, held = ([rest] if rest.num_rows else []), rest.num_rows
+
+        for df in frames:
+            if first is None:
+                first = df.head(20)
+            table = schemas.selected_arrow(table_name, df).cast(sch)  # cast on arrival: the frame can go now
+            del df
+            if table.num_rows:
+                pending.append(table)
+                held += table.num_rows
+                rows += table.num_rows
+            del table
+            while held >= ROW_GROUP_ROWS:
+                flush(ROW_GROUP_ROWS)
+        if held:
+            flush(held)
+        if rows == 0:
+            writer.write_table(sch.empty_table())  # one empty row group, as write_table writes
+    return rows, first if first is not None else schemas.empty(table_name)
+
 
 
 def read_table(path: UPath, table_name: str | None = None) -> pl.DataFrame:

@@ -14,13 +14,15 @@ input fails exactly as it did before.
 
 ``TableParts`` is the unread form: a step over millions of rows reads it in
 batches of whole files instead of holding every column of every scan at once.
+``TableFrames`` is the matching output form: a dataset-wide table handed to the
+IO manager as successive frames, written one row group at a time.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 import polars as pl
 import pyarrow as pa
@@ -29,6 +31,7 @@ from upath import UPath
 from pipeline import schemas, storage
 
 _MAX_BATCH_ROWS = 1 << 30  # a file is never split into several batches by the scanner
+READ_BATCH_ROWS = 128 * 1024  # the chunk length of ``pq.read_table`` (the dataset scanner's default batch size)
 
 
 @dataclass(frozen=True)
@@ -37,14 +40,55 @@ class TableParts:
 
     name: str
     paths: tuple[UPath, ...]
+    keep: pl.Expr | None = field(default=None, compare=False)  # only the rows it is true on (``where``)
+
+    def where(self, keep: pl.Expr | None) -> TableParts:
+        """The same files, read with only the rows ``keep`` is true on (None: every row)."""
+        return TableParts(self.name, self.paths, keep)
+
+    def _kept(self, df: pl.DataFrame) -> pl.DataFrame:
+        return df if self.keep is None else df.filter(self.keep)
 
     def read(self, columns: Sequence[str] | None = None) -> pl.DataFrame:
-        return read_tables(self.paths, self.name, columns)
+        if self.keep is None:
+            return read_tables(self.paths, self.name, columns)
+        if columns is None:
+            return self._kept(read_tables(self.paths, self.name))
+        order = list(schemas.schema(self.name).names)
+        needed = set(columns) | set(self.keep.meta.root_names())  # the columns asked for and those keep reads
+        return self._kept(read_tables(self.paths, self.name, [c for c in order if c in needed])).select(columns)
 
     def batches(self, files: int) -> Iterator[pl.DataFrame]:
         """The table in slices of ``files`` whole files (so no scan is split between two slices)."""
         for start in range(0, len(self.paths), max(files, 1)):
-            yield read_tables(self.paths[start : start + files], self.name)
+            yield self._kept(read_tables(self.paths[start : start + files], self.name))
+
+    def slices(self) -> Iterator[pl.DataFrame]:
+        """The table one row group at a time, in row order, each conformed and chunked as ``pq.read_table``
+        chunks it (``READ_BATCH_ROWS``): for a table too large to hold whole (``expectations.checks.SlicedView``,
+        the release's qa)."""
+        import pyarrow.parquet as pq
+
+        schema = schemas.schema(self.name)
+        for path in self.paths:
+            if storage.is_local(path):
+                source = path.path
+            else:
+                with storage.reaching(path), path.open("rb") as fh:
+                    source = pa.BufferReader(fh.read())
+            try:
+                groups = pq.ParquetFile(source)
+            except (OSError, ValueError) as exc:
+                raise storage.TableError(f"{path}: not a readable Parquet table ({str(exc).splitlines()[0]})") from None
+            if groups.num_row_groups == 0:
+                yield schemas.empty(self.name)
+            for index in range(groups.num_row_groups):
+                # Chunked as ``pq.read_table`` chunks it, so a table written from the slices (the release's qa)
+                # is the same bytes as one written from the whole read.
+                batches = groups.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=[index])
+                table = pa.Table.from_batches(list(batches), schema=groups.schema_arrow)
+                frame = pl.from_arrow(table)
+                yield self._kept(frame if table.schema.equals(schema) else schemas.conform(self.name, frame))
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -52,7 +96,18 @@ class TableParts:
     def only(self, keys) -> TableParts:
         """The files of the scans ``keys`` (``<dataset>/<scene_id>``), in the same order: what a release holds."""
         wanted = set(keys)
-        return TableParts(self.name, tuple(p for p in self.paths if scan_key_of(p) in wanted))
+        return TableParts(self.name, tuple(p for p in self.paths if scan_key_of(p) in wanted), self.keep)
+
+
+@dataclass(frozen=True)
+class TableFrames:
+    """A table too large to hold whole, as its frames in row order (``storage.write_frames`` writes them).
+
+    The ``qa`` step returns its question table this way: the rows of one batch of scans at a time.
+    """
+
+    name: str
+    frames: Iterable[pl.DataFrame]
 
 
 def scan_key_of(path: UPath) -> str:

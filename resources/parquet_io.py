@@ -10,7 +10,9 @@ truncated or half-replaced table behind. A dataset-wide asset reading a
 per-scan table gets all partitions that exist, concatenated in key order (one
 pyarrow dataset scan, ``pipeline.table_scan``): a scan whose partition failed is
 left out rather than failing the whole dataset. An input annotated
-``TableParts`` gets the files unread, for a step that reads them in batches.
+``TableParts`` gets the files unread, for a step that reads them in batches; an
+output given as ``TableFrames`` (the dataset-wide ``qa``) is written frame by frame
+(``pipeline.storage.write_frames``), never held whole.
 Each stored table is recorded with ``dagster/row_count``, its path (clickable
 in the UI) and a Markdown preview of its first rows (``assets.catalog``).
 """
@@ -23,8 +25,8 @@ import dagster as dg
 import polars as pl
 from upath import UPath
 
-from pipeline.storage import read_table, upath, write_table
-from pipeline.table_scan import TableParts, existing
+from pipeline.storage import read_table, upath, write_frames, write_table
+from pipeline.table_scan import TableFrames, TableParts, existing
 
 
 def _table_name(asset_key: dg.AssetKey) -> str:
@@ -50,8 +52,16 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             return base / f"{table}.parquet"
         return base / table / f"{_relative_partition_path(partition_key)}.parquet"
 
-    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | None) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | TableFrames | None) -> None:
         if obj is None:
+            return
+        if isinstance(obj, TableFrames):
+            from assets.catalog import materialization_metadata
+
+            table = _table_name(context.asset_key)
+            path = self.table_path(table, context.asset_partition_key if context.has_asset_partitions else None)
+            rows, head = write_frames(path, table, obj.frames)
+            context.add_output_metadata(materialization_metadata(table, head, path, rows=rows))
             return
         if not isinstance(obj, pl.DataFrame):
             raise TypeError(f"asset {context.asset_key.to_user_string()} returned {type(obj).__name__}, expected a polars DataFrame")
@@ -65,12 +75,14 @@ class ParquetIOManager(dg.ConfigurableIOManager):
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame | TableParts:
         table = _table_name(context.asset_key)
+        # An input annotated ``TableParts`` is read by its step, in batches or row groups; any other gets the
+        # whole table.
+        wanted = getattr(context.dagster_type, "typing_type", None)
         if not context.has_asset_partitions:
-            return read_table(self.table_path(table), table)
+            path = self.table_path(table)
+            return TableParts(table, (path,)) if wanted is TableParts else read_table(path, table)
         keys = sorted(context.asset_partition_keys)
         if len(keys) == 1 and context.has_partition_key:
             return read_table(self.table_path(table, keys[0]), table)
         parts = TableParts(table, existing([self.table_path(table, key) for key in keys]))
-        # An input annotated ``TableParts`` is read by its step, in batches; any other gets the whole table.
-        wanted = getattr(context.dagster_type, "typing_type", None)
         return parts if wanted is TableParts else parts.read()

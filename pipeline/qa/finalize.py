@@ -28,7 +28,11 @@ text and answer do not). With no pins every step is exactly the unpinned one.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+import tempfile
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import polars as pl
 
@@ -72,6 +76,21 @@ def _per_scan_steps(candidates: pl.DataFrame, prof: Profile, seed: int, pinned: 
     return apply_caps(qa, prof, seed, pinned)
 
 
+def _benchmark_decisions(
+    qa: pl.DataFrame,
+    prof: Profile,
+    seed: int,
+    drops: list[pl.DataFrame] | None = None,
+    pinned: frozenset[str] = frozenset(),
+) -> pl.DataFrame:
+    """The rows the benchmark-wide steps keep, with their letters placed; reads only ``DECISION_COLUMNS``."""
+    qa, dropped = control_distribution(qa, prof, seed, with_real_counterparts(qa, pinned))
+    if drops is not None:
+        drops.append(dropped)
+    qa = follow_real_questions(qa)
+    return balance_letters(qa, seed=seed, letters=prof.letters)
+
+
 def _benchmark_steps(
     qa: pl.DataFrame,
     prof: Profile,
@@ -79,11 +98,7 @@ def _benchmark_steps(
     drops: list[pl.DataFrame] | None = None,
     pinned: frozenset[str] = frozenset(),
 ) -> pl.DataFrame:
-    qa, dropped = control_distribution(qa, prof, seed, with_real_counterparts(qa, pinned))
-    if drops is not None:
-        drops.append(dropped)
-    qa = follow_real_questions(qa)
-    qa = balance_letters(qa, seed=seed, letters=prof.letters)
+    qa = _benchmark_decisions(qa, prof, seed, drops, pinned)
     return schemas.conform("qa", qa.sort(SORT_COLUMNS))
 
 
@@ -149,3 +164,147 @@ def finalize_qa_parts(
 def _whole(parts: TableParts, profs: list[Profile], seed: int, drops: list | None, pins: frozenset[str]) -> list[pl.DataFrame]:
     candidates = parts.read()
     return [finalize_qa(candidates, profile=p, seed=seed, drops=drops, pinned=pins) for p in profs]
+
+
+# --- the streamed form: decisions on a few columns, full rows written a batch at a time ------------------------------
+
+# What the benchmark-wide steps (distribution and blind controls, dummy questions following, letter balancing)
+# read of a question. The wide columns (template, instruction, video, most of the audit geometry) never take part
+# in a decision, and at 10,000 scans the full survivors are gigabytes, so they wait on disk while these decide.
+DECISION_COLUMNS = (
+    "id", "key", "scene_id", "profile", "budget", "question_type", "video_kind",
+    "options", "ground_truth", "answer_value", "question", "geometry",
+)
+GEOMETRY_KEYS = ("correct", "real_id")  # the only audit fields a benchmark-wide step reads (json.loads(...)[key])
+SPILL_OPTIONS = {"compression": "lz4", "statistics": False}
+
+
+def decision_view(survivors: pl.DataFrame, batch: int) -> pl.DataFrame:
+    """``DECISION_COLUMNS`` of one batch's survivors, plus where each row is (``_batch``, ``_pos``).
+
+    ``geometry`` keeps only ``GEOMETRY_KEYS``, and only on the rows whose geometry a step reads (multiple
+    choice: the correct text; dummy video: the real counterpart); the other rows get ``{}``. ``question`` is
+    categorical: the blind baseline only compares question texts, and a few thousand texts repeat over millions
+    of rows.
+    """
+    view = survivors.select(DECISION_COLUMNS)
+    needs = (view["options"].list.len().fill_null(0) > 0) | (view["video_kind"].fill_null("real") != "real")
+    rows = needs.arg_true()
+    texts = view["geometry"].gather(rows).to_list()
+    slim = [None if t is None else json.dumps({k: v for k, v in json.loads(t).items() if k in GEOMETRY_KEYS}) for t in texts]
+    geometry = pl.Series("geometry", ["{}"] * view.height, dtype=pl.String)
+    if len(slim):
+        geometry = geometry.scatter(rows, pl.Series(slim, dtype=pl.String))
+    return view.with_columns(
+        geometry,
+        pl.col("question").cast(pl.Categorical),
+        pl.lit(batch, dtype=pl.UInt32).alias("_batch"),
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias("_pos"),
+    )
+
+
+@dataclass
+class QaStream:
+    """The released ``qa`` rows of every profile, decided; ``frames()`` gives them in table order, a batch at a time.
+
+    ``counts`` is questions per (profile, question type). Only the decision columns of the kept rows are held;
+    the full rows are read back from the spill folder one batch at a time (or, after a fallback to the
+    in-memory path, are the whole tables).
+    """
+
+    counts: pl.DataFrame
+    _kept: dict[str, pl.DataFrame] = field(default_factory=dict)
+    _profiles: list[str] = field(default_factory=list)
+    _batches: int = 0
+    _spill: Path | None = None
+    _whole: list[pl.DataFrame] | None = None
+
+    def frames(self) -> Iterator[pl.DataFrame]:
+        if self._whole is not None:
+            yield from self._whole
+            return
+        for name in self._profiles:
+            kept = self._kept[name].select("_batch", "_pos", "options", "ground_truth")
+            by_batch = kept.partition_by("_batch", as_dict=True, include_key=False)
+            for index in range(self._batches):
+                chosen = by_batch.pop((index,), None)
+                if chosen is None or chosen.is_empty():
+                    continue
+                full = pl.read_parquet(_spill_path(self._spill, name, index))
+                rows = full.select(pl.all().gather(chosen["_pos"])).with_columns(
+                    chosen["options"].alias("options"), chosen["ground_truth"].alias("ground_truth")
+                )
+                del full
+                yield schemas.conform("qa", rows.sort(SORT_COLUMNS))
+
+
+def _spill_path(folder: Path, profile: str, batch: int) -> Path:
+    return folder / f"{profile}-{batch:06d}.parquet"
+
+
+def _counts(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    parts = [f.group_by("profile", "question_type").len() for f in frames]
+    if not parts:
+        return pl.DataFrame(schema={"profile": pl.String, "question_type": pl.String, "len": pl.UInt32})
+    return pl.concat(parts).group_by("profile", "question_type").agg(pl.col("len").sum()).sort("profile", "question_type")
+
+
+@contextmanager
+def streamed_qa_parts(
+    parts: TableParts,
+    *,
+    profiles: Sequence[str | Profile],
+    seed: int,
+    files_per_batch: int = FILES_PER_BATCH,
+    drops: list[pl.DataFrame] | None = None,
+    pinned: Collection[str] = frozenset(),
+) -> Iterator[QaStream]:
+    """``finalize_qa_parts`` without holding the benchmark: the same rows, in the same order, a batch at a time.
+
+    The per-scan steps run per batch as in ``finalize_qa_parts``; each batch's survivors go to a spill file
+    (a temporary folder, removed on the way out) and only their ``decision_view`` stays. The benchmark-wide
+    steps decide on those views; then each batch's kept rows are read back, given their letters and sorted.
+    Sorting per batch is the whole table's sort because ``SORT_COLUMNS`` starts with the scan key and the
+    batches hold disjoint, increasing key ranges (checked: otherwise, as when a scan or an id spans two
+    batches, the in-memory ``finalize_qa`` decides, as ``finalize_qa_parts`` does).
+    """
+    pins = frozenset(pinned)
+    profs = [_profile(p) for p in profiles]
+    with tempfile.TemporaryDirectory(prefix="scan2qa-qa-") as folder:
+        spill = Path(folder)
+        views: dict[str, list[pl.DataFrame]] = {p.name: [] for p in profs}
+        ranges: list[tuple] = []
+        id_hashes = []
+        ordered = True
+        batches = 0
+        for index, batch in enumerate(parts.batches(files_per_batch) if profs else ()):
+            keys = batch["key"].unique().to_list()
+            if None in keys:
+                ordered = False
+            elif keys:
+                ranges.append((min(keys), max(keys)))
+            id_hashes.append(batch.select(pl.struct("profile", "id").hash().unique().alias("h")))
+            for prof in profs:
+                survivors = schemas.conform("qa", _per_scan_steps(batch, prof, seed, pins))
+                survivors.write_parquet(_spill_path(spill, prof.name, index), **SPILL_OPTIONS)
+                views[prof.name].append(decision_view(survivors, index))
+                del survivors
+            del batch
+            batches = index + 1
+        ordered = ordered and all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))
+        if not ordered or (id_hashes and pl.concat(id_hashes)["h"].is_duplicated().any()):
+            # A scan in two batches, an id in two batches (or a hash collision), keys out of order: decide on
+            # the whole table, as finalize_qa_parts does.
+            views.clear()
+            whole = _whole(parts, profs, seed, drops, pins)
+            yield QaStream(counts=_counts(whole), _whole=whole)
+            return
+        kept = {}
+        for prof in profs:
+            view = pl.concat(views.pop(prof.name)) if batches else decision_view(schemas.empty("qa"), 0)
+            kept[prof.name] = _benchmark_decisions(view, prof, seed, drops, pins)
+            del view
+        yield QaStream(
+            counts=_counts(list(kept.values())), _kept=kept, _profiles=[p.name for p in profs], _batches=batches,
+            _spill=spill,
+        )

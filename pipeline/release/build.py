@@ -22,13 +22,17 @@ from pipeline import schemas, storage
 from pipeline.config import Config
 from pipeline.frames.budgets import all_frame_fps, frame_budgets
 from pipeline.release.atomic import (
-    RELEASED_TABLES, Release, code_revision, config_digest, publish, remove_abandoned_staging, write_release,
+    RELEASED_TABLES, Release, SerializedTable, code_revision, config_digest, publish, remove_abandoned_staging,
+    write_release,
 )
 from pipeline.release.churn import previous_release_qa
 from pipeline.release.membership import built_keys, excluded_scans
-from pipeline.release.verdicts import apply_verdicts, outcome_checks, read_verdicts, release_verdict_outcomes
+from pipeline.release.verdicts import (
+    apply_verdicts, outcome_checks, read_verdicts, rejection_filter, release_verdict_outcomes,
+)
 from pipeline.scene.scan_notes import read_skipped
-from pipeline.table_scan import existing, read_tables
+from pipeline.storage import frames_bytes
+from pipeline.table_scan import TableParts, existing, read_tables
 
 REPORT_TABLES = ("visibility",)  # read for the report's gallery; shipped as the per-scan files, not one table
 VISIBILITY_FOLDER = "tables/visibility"  # in the release as in the output root: <dataset>/<scene>.parquet
@@ -50,6 +54,51 @@ class ReleaseOutcome:
     rejected: list[str]
     orphan_verdicts: list[str]
     verdicts: list[dict] | None = None  # every verdict, applied or why not (verdicts.verdict_outcomes)
+
+
+NARROW_QA_COLUMNS = [  # every qa column but the wide texts only the gate, the written table and the gallery read
+    name for name in schemas.schema("qa").names if name not in ("template", "instruction", "geometry")
+]
+
+
+def qa_file(config: Config) -> TableParts | None:
+    """The dataset-wide qa table as its file, unread (None when it is not one file, e.g. not built yet)."""
+    path = storage.upath(config.tables_root, config.storage_options) / "qa.parquet"
+    return TableParts("qa", (path,)) if path.exists() else None
+
+
+def narrow_qa(path) -> pl.DataFrame:
+    """``NARROW_QA_COLUMNS`` of the qa file, read by polars' own reader: the Arrow read of one whole-file batch
+    held about three times the frame (1.9 GB for 0.5 GB of columns at 2,000 scans)."""
+    import io
+
+    with storage.reaching(path), path.open("rb") as fh:
+        data = fh.read()  # bytes, never the file object: see storage.read_table
+    try:
+        df = pl.read_parquet(io.BytesIO(data), columns=NARROW_QA_COLUMNS)
+    except (OSError, ValueError, pl.exceptions.PolarsError) as exc:
+        raise storage.TableError(f"{path}: not a readable Parquet table ({str(exc).splitlines()[0]})") from None
+    del data
+    expected = schemas.empty("qa").select(NARROW_QA_COLUMNS).schema
+    return df if df.schema == expected else schemas.conform("qa", _with_wide_nulls(df)).select(NARROW_QA_COLUMNS)
+
+
+def _with_wide_nulls(df: pl.DataFrame) -> pl.DataFrame:
+    return df.with_columns(pl.lit(None, dtype=pl.String).alias(c) for c in ("template", "instruction", "geometry"))
+
+
+def _release_arrow_memory() -> None:
+    """Give back what Arrow's allocator keeps after the qa slices (it holds freed pages for reuse)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+
+
+def _rows_of(qa: TableParts, ids: list[str]) -> pl.DataFrame:
+    """The full rows of the questions ``ids``, one row group at a time (a few rows kept of each)."""
+    wanted = pl.Series(sorted(set(ids)), dtype=pl.String).implode()
+    found = [pl.from_arrow(piece.filter(pl.col("id").is_in(wanted)).to_arrow()) for piece in qa.slices()]
+    return pl.concat(found) if found else schemas.empty("qa")
 
 
 def read_dataset_table(
@@ -115,7 +164,16 @@ def build_release(
     if local:  # a build killed while staging left its folder: the next build removes it, whatever it decides
         remove_abandoned_staging(Path(out_root.path) / "releases")
     keys = built_keys(membership) if membership is not None else None
-    tables = dict(tables if tables is not None else collect_tables(config, keys=keys))
+    # The qa table is gigabytes at 10,000 scans: unless samplers need it whole, only its narrow columns are held
+    # (``narrow_qa``) and its full rows are streamed a row group at a time to the gate, the release and the report.
+    streamed = qa_file(config) if tables is None and not config.samplers else None
+    if tables is None:
+        names = [n for n in RELEASED_TABLES + REPORT_TABLES if streamed is None or n != "qa"]
+        tables = collect_tables(config, names=names, keys=keys)
+        if streamed is not None:
+            tables["qa"] = narrow_qa(streamed.paths[0])
+            tables = {n: tables[n] for n in RELEASED_TABLES + REPORT_TABLES if n in tables}  # the order read whole
+    tables = dict(tables)
     if "qa" not in tables:
         raise ReleaseBlocked("no qa table has been built yet: nothing to release", {"success": False, "results": []})
     verdicts = read_verdicts(config.verdicts_path, config.storage_options)
@@ -124,17 +182,22 @@ def build_release(
     excluded_keys = {entry["key"] for entry in excluded["failed_scans"]}
     previous = previous_release_qa(config.releases_root, config.storage_options)  # LATEST before this release
     outcomes = release_verdict_outcomes(tables, verdicts, excluded_keys, previous[1] if previous else None)
+    full_qa = streamed.where(rejection_filter(tables["qa"], verdicts)) if streamed is not None else None
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
     videos = _release_videos(tables, out_root)  # what the released questions play; the gate does not change qa
     if "dummy_videos" in tables:  # every released row names a video the release ships (before the gate sees it)
         tables["dummy_videos"] = shipped_dummy_videos(tables["dummy_videos"], videos)
     shipped = videos | _visibility_files(tables, out_root)
-    gate = run_release_gate(tables, config)
+    gate = run_release_gate(tables if full_qa is None else tables | {"qa": full_qa}, config)
+    _release_arrow_memory()
     gate_dict = _with_meanings(gate.to_dict(), config)
     if not gate.success:
         raise ReleaseBlocked(gate.summary(), gate_dict)
     gate_dict["data_docs"] = DATA_DOCS_INDEX  # a path inside the release, never a temporary folder
     released = {k: v for k, v in tables.items() if k in RELEASED_TABLES}
+    if full_qa is not None:  # row group by row group, each its own chunk: the bytes of the table read whole
+        released["qa"] = SerializedTable(*frames_bytes("qa", full_qa.slices(), combine=False))
+        _release_arrow_memory()
     # The gallery reads frames with OpenCV: videos on an object store are fetched (only those it shows), into a
     # temporary folder removed on the way out; local videos are read where they are.
     with tempfile.TemporaryDirectory(prefix="scan2qa-gallery-") if not local else _no_folder() as gallery_tmp:
@@ -146,7 +209,7 @@ def build_release(
                 staging / REPORT_INDEX,
                 tables=tables,
                 video_file=video_file,
-                title=f"scan2qa release review ({len(released['qa'])} questions)",
+                title=f"scan2qa release review ({tables['qa'].height} questions)",
                 gate=gate_dict,
                 orphan_verdicts=orphans,
                 rejected=rejected,
@@ -159,6 +222,7 @@ def build_release(
                 release=release_facts(release_version, config),
                 frames_of=lambda keys: read_dataset_table(config.tables_root, "frames", config.storage_options, keys),
                 sampler_validity=_sampler_validity(tables, config),
+                question_rows=None if full_qa is None else lambda ids: _rows_of(full_qa, ids),
             )
 
         checks = gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans, "excluded_scans": excluded}

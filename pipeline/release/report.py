@@ -396,12 +396,14 @@ def render_report(
     sampler_validity: str = "",
     release: dict | None = None,
     frames_of: FramesOf | None = None,
+    question_rows: Callable[[list[str]], pl.DataFrame] | None = None,
 ) -> str:
     """The page; ``sampler_validity`` is the frame samplers' validity section (``pipeline.sampling.validity``);
     ``verdicts`` are ``verdict_outcomes`` (each verdict, applied or why not), ``previous_qa`` the qa table of the
     release this one follows (its churn is shown), ``previous_version`` its name, ``release`` what names the release
     at the top (``release_stamp``), ``frames_of`` the camera poses of the sampled questions' scans when ``tables``
-    has no ``frames`` table (the plans' camera paths)."""
+    has no ``frames`` table (the plans' camera paths), ``question_rows`` the full rows of the sampled questions
+    (by id) when ``tables["qa"]`` holds only the columns the counts, charts and baselines read."""
     qa = tables["qa"]
     budget_names = tuple(budgets or frame_budgets())  # the columns of every per-budget table
     frame_samples = tables.get("frame_samples", pl.DataFrame())
@@ -533,10 +535,15 @@ def render_report(
     # Gallery.
     parts.append("<h2>Sample questions</h2>")
     samples = []
-    for (t,), group in sorted(qa.group_by(["question_type"]), key=lambda kv: kv[0][0]):
+    # Per type, its rows' positions in table order (a group of the whole table would copy every column).
+    positions = qa.select("question_type").with_row_index("_row").group_by("question_type").agg(pl.col("_row"))
+    for t, rows in sorted(zip(positions["question_type"].to_list(), positions["_row"].to_list()), key=lambda kv: kv[0]):
         rng = seeding.rng(seed, "report-gallery", t)
-        picks = sorted(rng.choice(group.height, size=min(samples_per_type, group.height), replace=False).tolist())
-        samples += [group.row(i, named=True) for i in picks]
+        picks = sorted(rng.choice(len(rows), size=min(samples_per_type, len(rows)), replace=False).tolist())
+        samples += [qa.row(rows[i], named=True) for i in picks]
+    if question_rows is not None and samples:
+        whole = {row["id"]: row for row in question_rows([row["id"] for row in samples]).iter_rows(named=True)}
+        samples = [whole[row["id"]] for row in samples]
     # The sampled questions' scans only, once: every item would otherwise scan every scan's frames.
     shown = sorted({row["key"] for row in samples})
     frame_samples, visibility = (

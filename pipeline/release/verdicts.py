@@ -140,11 +140,20 @@ def apply_verdicts(qa: pl.DataFrame, verdicts: pl.DataFrame) -> tuple[pl.DataFra
     ids = set(verdict_ids.filter(verdict_ids.is_in(qa["id"].unique().implode(), nulls_equal=True)).to_list())
     rejected = sorted(set(verdicts.filter(pl.col("verdict") == "reject")["qa_id"].to_list()))
     orphans = sorted(set(verdict_ids.to_list()) - ids)
-    if rejected or qa["id"].null_count():
-        kept = qa.filter(~pl.col("id").is_in(rejected))
-    else:
-        kept = qa  # nothing to drop: no copy of a million-row table
+    keep = rejection_filter(qa, verdicts)
+    kept = qa if keep is None else qa.filter(keep)  # nothing to drop: no copy of a million-row table
     return kept, [r for r in rejected if r in ids], orphans
+
+
+def rejection_filter(qa: pl.DataFrame, verdicts: pl.DataFrame) -> pl.Expr | None:
+    """The rows ``apply_verdicts`` keeps, as a filter (None: every row), for a qa table streamed by row group.
+
+    ``qa`` needs only its ``id`` column.
+    """
+    rejected = sorted(set(verdicts.filter(pl.col("verdict") == "reject")["qa_id"].to_list()))
+    if rejected or qa["id"].null_count():
+        return ~pl.col("id").is_in(rejected)
+    return None
 
 
 def verdict_outcomes(

@@ -38,7 +38,8 @@ from pipeline.output_paths import output_root_problem
 from pipeline.interrupts import Interrupted, raise_if_interrupted
 from pipeline.scene.discovery import discover, discover_scans
 from pipeline.scene.scan_notes import excluded_lines, read_scan_warnings, warning_lines, write_skipped
-from pipeline.storage import upath
+from pipeline.errors import StorageUnreachable, unreachable_reason
+from pipeline.storage import reaching, upath
 from pipeline.threads import available_cores, threads_per_worker
 
 DEMO_SCENES = 8
@@ -273,7 +274,9 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
     from resources.storage import StorageResource
 
     report = BuildReport()
-    found = discover(config.scans_root, config.storage_options, allow_links_outside_root=config.allow_links_outside_root)
+    with reaching(config.scans_root):  # an unreachable bucket is one line naming it, not "no scans found"
+        found = discover(config.scans_root, config.storage_options,
+                         allow_links_outside_root=config.allow_links_outside_root)
     scans, report.skipped = found.scans, found.skipped
     for line in report.skipped:
         print(f"skipped under the scans root: {line}", flush=True)
@@ -303,7 +306,8 @@ def _build_in(instance, report, scans, definitions, resources, config, config_fi
         else:
             report.failed[outcome.key] = outcome.error
     dataset_selection = dataset_wide_keys(all_assets)
-    write_skipped(config.output_root, config.storage_options, report.skipped)  # for the manifest's notes
+    with reaching(config.output_root):
+        write_skipped(config.output_root, config.storage_options, report.skipped)  # for the manifest's notes
     if dataset_wide and dataset_selection and report.ok:
         from assets.progress import listener, print_line
 
@@ -391,21 +395,34 @@ def no_scans_line(config: Config) -> str:
             return f"the scans root {config.scans_root} is a file, not a folder of scans"
     except OSError as exc:
         return f"the scans root {config.scans_root} cannot be read ({exc.strerror or exc})"
+    except Exception as exc:  # noqa: BLE001 - an object store that stopped answering since discovery
+        reason = unreachable_reason(exc)
+        if reason is None:
+            raise
+        return f"the scans root {config.scans_root}: cannot reach the object store ({reason})"
     return f"no scans found under {config.scans_root}"
 
 
 def latest_release(config: Config) -> str | None:
-    """The version ``LATEST`` names, or None (no release yet, or the root cannot be read)."""
+    """The version ``LATEST`` names, or None (no release yet, or the root cannot be read).
+
+    An object store that does not answer is ``StorageUnreachable`` naming the output root: asked before any
+    work, so a build into an unreachable bucket stops with that one line.
+    """
     try:
-        pointer = upath(config.releases_root, config.storage_options) / "LATEST"
-        return pointer.read_text().strip() if pointer.exists() else None
+        with reaching(config.output_root):
+            pointer = upath(config.releases_root, config.storage_options) / "LATEST"
+            return pointer.read_text().strip() if pointer.exists() else None
     except OSError:
         return None
 
 
 def interrupt_note(config: Config, latest_before: str | None) -> str:
     """What a stopped build left: nothing published, unless the release was published before the signal."""
-    latest = latest_release(config)
+    try:
+        latest = latest_release(config)
+    except StorageUnreachable:
+        latest = latest_before
     if latest is not None and latest != latest_before:
         return f": release {latest} had already been published as latest"
     return ": nothing published, latest unchanged; the next build starts again"
@@ -435,6 +452,11 @@ def run(args: argparse.Namespace) -> int:
             os.environ["SCAN2QA_CONFIG"] = previous
 
 
+def _found_scans(config: Config) -> bool:
+    with reaching(config.scans_root):
+        return bool(discover_scans(config.scans_root, config.storage_options))
+
+
 def _run(args: argparse.Namespace, config: Config) -> int:
     # Progress lines are the interface here; Dagster's notes about beta APIs are for developers, not for builds.
     for category in (dg.BetaWarning, dg.PreviewWarning):
@@ -443,7 +465,7 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     if problem:
         raise ConfigError(problem)
     demo = not (args.scans or args.config)
-    if demo and not discover_scans(config.scans_root, config.storage_options):
+    if demo and not _found_scans(config):
         problem = generate_demo_scans(config)
         if problem:
             print(f"no scans under {config.scans_root} and no synthetic demo: {problem}")
@@ -453,10 +475,9 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     if not report.ok and not report.failed:
         print(no_scans_line(config))
         return 1
-    for line in output_summary(config):
-        print(line)
-    for line in scan_notes_lines(config, report):
-        print(line)
+    with reaching(config.output_root):
+        for line in [*output_summary(config), *scan_notes_lines(config, report)]:
+            print(line)
     dataset_wide = "" if report.dataset_wide_error is None else ", dataset-wide assets FAILED"
     print(f"summary: {len(report.ok)} ok, {len(report.failed)} failed{dataset_wide}")
     for key, error in report.failed.items():

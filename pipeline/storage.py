@@ -28,16 +28,7 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 from pipeline import schemas
-from pipeline.errors import StorageUnreachable, TableError
-
-# Exception class names, anywhere in an error's chain, that mean the store did not answer at all
-# (botocore and aiohttp name them; matching names keeps those libraries out of this module's imports).
-UNREACHABLE = frozenset({
-    "EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
-    "ClientConnectorError", "ServerDisconnectedError", "ConnectionRefusedError", "ConnectionResetError",
-    "NoCredentialsError",
-})
-
+from pipeline.errors import UNREACHABLE, StorageUnreachable, TableError, unreachable_reason  # noqa: F401 - re-exported
 
 def upath(uri: str | os.PathLike, storage_options: dict[str, Any] | None = None) -> UPath:
     if isinstance(uri, UPath):
@@ -50,18 +41,6 @@ def upath(uri: str | os.PathLike, storage_options: dict[str, Any] | None = None)
 
 def is_local(path: UPath) -> bool:
     return path.protocol in ("", "file", "local")
-
-
-def unreachable_reason(exc: BaseException) -> str | None:
-    """Why the store did not answer, if that is what ``exc`` (or anything that caused it) says; else None."""
-    seen: set[int] = set()
-    error: BaseException | None = exc
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if type(error).__name__ in UNREACHABLE:
-            return (str(error).strip().splitlines() or [type(error).__name__])[0]
-        error = error.__cause__ or error.__context__
-    return None
 
 
 @contextmanager

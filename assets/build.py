@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import errno
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -38,7 +40,7 @@ from pipeline.output_paths import output_root_problem
 from pipeline.interrupts import Interrupted, raise_if_interrupted
 from pipeline.scene.discovery import discover, discover_scans
 from pipeline.scene.scan_notes import excluded_lines, read_scan_warnings, warning_lines, write_skipped
-from pipeline.errors import StorageUnreachable, unreachable_reason
+from pipeline.errors import OutputUnwritable, StorageUnreachable, unreachable_reason
 from pipeline.storage import reaching, upath
 from pipeline.threads import available_cores, threads_per_worker
 
@@ -47,6 +49,9 @@ DEMO_FRAMES = 300
 WORKERS_VARIABLE = "SCAN2QA_WORKERS"
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 BUILD_JOB = "__ephemeral_asset_job__"  # the name dagster.materialize gives its runs (selections no job holds)
+# errno values saying the output takes no more writes: every later scan would fail the same way, so the build stops
+OUTPUT_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+_ERRNO_TEXT = re.compile(r"\[Errno (\d+)\] ([^:]+)(?:: '([^']*)')?")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -301,6 +306,9 @@ def _build_in(instance, report, scans, definitions, resources, config, config_fi
         cancel_unfinished_runs(instance, started)
         raise
     for outcome in sorted(outcomes, key=lambda o: o.key):
+        if not outcome.ok:  # the workers' scans: no release from a build that ran out of space
+            stop_if_output_full(outcome.error, outcome.key)
+    for outcome in sorted(outcomes, key=lambda o: o.key):
         if outcome.ok:
             report.ok.append(outcome.key)
         else:
@@ -323,6 +331,7 @@ def _build_in(instance, report, scans, definitions, resources, config, config_fi
         if ok:
             print(f"dataset-wide ({names}) ... ok ({time.perf_counter() - started:.1f} s)", flush=True)
         else:
+            stop_if_output_full(error, "the dataset-wide assets")
             report.dataset_wide_error = error
             print(f"dataset-wide ({names}) ... FAILED: {error}", flush=True)
             for line in details:
@@ -354,7 +363,23 @@ def _build_scans(instance, scans, definitions, resources, config, config_file, w
         outcome = runner.run(key, uri)
         outcomes.append(outcome)
         show(outcome)
+        if not outcome.ok:
+            stop_if_output_full(outcome.error, key)
     return outcomes
+
+
+def output_full_line(error: str) -> str | None:
+    """``<path>: No space left on device`` if a run's one-line error says the output stopped taking writes."""
+    found = _ERRNO_TEXT.search(error)
+    if found is None or int(found[1]) not in OUTPUT_FULL_ERRNOS:
+        return None
+    return f"{found[3]}: {found[2]}" if found[3] else found[2]
+
+
+def stop_if_output_full(error: str, where: str) -> None:
+    line = output_full_line(error)
+    if line is not None:
+        raise OutputUnwritable(f"{line} (building {where}); the build stopped")
 
 
 def cancel_unfinished_runs(instance: dg.DagsterInstance, since: datetime.datetime) -> None:
@@ -419,13 +444,18 @@ def latest_release(config: Config) -> str | None:
 
 def interrupt_note(config: Config, latest_before: str | None) -> str:
     """What a stopped build left: nothing published, unless the release was published before the signal."""
+    return published_note(config, latest_before, "; the next build starts again")
+
+
+def published_note(config: Config, latest_before: str | None, then: str = "") -> str:
+    """``: nothing published, latest unchanged`` (or which release did get published) for a build that stopped."""
     try:
         latest = latest_release(config)
     except StorageUnreachable:
         latest = latest_before
     if latest is not None and latest != latest_before:
         return f": release {latest} had already been published as latest"
-    return ": nothing published, latest unchanged; the next build starts again"
+    return f": nothing published, latest unchanged{then}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -445,6 +475,13 @@ def run(args: argparse.Namespace) -> int:
         except Interrupted as stop:
             stop.note = interrupt_note(config, latest_before)
             raise
+        except OutputUnwritable as full:
+            raise OutputUnwritable(f"{full}{published_note(config, latest_before)}") from None
+        except OSError as exc:  # this process's own writes (the skipped-folders note, the summary)
+            if exc.errno not in OUTPUT_FULL_ERRNOS or exc.filename is None:
+                raise
+            note = published_note(config, latest_before)
+            raise OutputUnwritable(f"{exc.filename}: {exc.strerror}; the build stopped{note}") from None
     finally:
         if previous is None:
             os.environ.pop("SCAN2QA_CONFIG", None)

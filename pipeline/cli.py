@@ -13,7 +13,9 @@ import os
 import signal
 import sys
 
-from pipeline.errors import ConfigError, ScanError, StorageUnreachable, TableError, unreachable_reason
+from pipeline.errors import (
+    ConfigError, OutputUnwritable, ScanError, StorageUnreachable, TableError, unreachable_reason,
+)
 from pipeline.interrupts import Interrupted, stop_on_signals
 
 # Plain text: argparse prints help verbatim, so no reStructuredText/Markdown markup here.
@@ -80,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with stop_on_signals():
             return int(module.run(args) or 0)
-    except (ScanError, ConfigError, TableError, StorageUnreachable, FileNotFoundError) as exc:
+    except (ScanError, ConfigError, TableError, StorageUnreachable, OutputUnwritable, FileNotFoundError) as exc:
         print(f"scan2qa {name}: error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:

@@ -37,6 +37,14 @@ class StorageUnreachable(Exception):
         super().__init__(f"{uri}: cannot reach the object store ({reason})")
 
 
+class OutputUnwritable(Exception):
+    """The output root stopped taking writes (no space left, quota, read-only): ``"<path>: <cause>..."``.
+
+    Not a bad scan: every scan after it would fail the same way, so a build stops at the first and
+    publishes nothing.
+    """
+
+
 # Exception class names, anywhere in an error's chain, that mean the store did not answer at all (botocore and
 # aiohttp name them; matching names keeps those libraries out of this module's imports). NoCredentialsError: the
 # request could not even be signed, so the store was never asked.

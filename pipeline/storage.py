@@ -106,6 +106,12 @@ def write_bytes_atomic(path: UPath, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp.path, path.path)
+    except OSError as exc:
+        # A full disk's write() names no file ("[Errno 28] No space left on device"); the temporary name means
+        # nothing to a user either: name the file being written.
+        if exc.errno is None or exc.filename not in (None, tmp.path):
+            raise
+        raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), path.path) from None
     finally:
         if os.path.exists(tmp.path):
             os.remove(tmp.path)

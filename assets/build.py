@@ -192,6 +192,32 @@ def generate_demo_scans(config: Config) -> str | None:
     return f"scan2qa synth exited with status {status}" if status else None
 
 
+def finish_interrupted_synth(config: Config) -> str | None:
+    """Finish the synth an interrupted ``make demo`` (or ``scan2qa synth``) left under the scans root, if any.
+
+    Without this the scans it had finished would look like the whole demo and be built alone. Returns why it
+    could not be finished, or None (finished, or nothing to finish).
+    """
+    if "://" in config.scans_root:
+        return None
+    try:
+        from pipeline.synth import command as synth_command
+    except ModuleNotFoundError:
+        return None
+    request = synth_command.unfinished_request(config.scans_root)
+    if request is None:
+        return None
+    print(f"an interrupted scan2qa synth left {config.scans_root} unfinished: writing the rest of its "
+          f"{request['scenes']} scans", flush=True)
+    parser = argparse.ArgumentParser(prog="scan2qa synth")
+    synth_command.add_arguments(parser)
+    argv = ["--out", config.scans_root, "--scenes", str(request["scenes"]), "--frames", str(request["frames"]),
+            "--seed", str(request["seed"]), "--format", str(request["format"]),
+            "--sky-direction", str(request["sky_direction"]), *(["--sens"] if request["sens"] else [])]
+    status = int(synth_command.run(parser.parse_args(argv)) or 0)
+    return f"scan2qa synth exited with status {status}" if status else None
+
+
 def open_instance() -> dg.DagsterInstance:
     """The instance ``DAGSTER_HOME`` names; ``build`` sets one up for the whole build when none is set."""
     return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
@@ -502,6 +528,10 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     if problem:
         raise ConfigError(problem)
     demo = not (args.scans or args.config)
+    problem = finish_interrupted_synth(config) if demo else None
+    if problem:
+        print(f"the interrupted synth under {config.scans_root} could not be finished: {problem}")
+        return 1
     if demo and not _found_scans(config):
         problem = generate_demo_scans(config)
         if problem:

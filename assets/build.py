@@ -91,6 +91,8 @@ class BuildReport:
     failed: dict[str, str] = field(default_factory=dict)  # partition key -> one-line error
     dataset_wide_error: str | None = None
     skipped: list[str] = field(default_factory=list)  # folders under the scans root not taken, and why
+    up_to_date: list[str] = field(default_factory=list)  # keys in ``ok`` not built again (``assets.up_to_date``)
+    release_up_to_date: str | None = None  # the latest release, when the dataset-wide assets were not built again
 
 
 def run_failure(result: dg.ExecuteInProcessResult) -> str:
@@ -324,28 +326,44 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
 def _build_in(instance, report, scans, definitions, resources, config, config_file, workers, dataset_wide) -> None:
     from assets.definitions import all_assets
     from assets.jobs import DATASET_JOB, dataset_wide_keys
+    from assets.up_to_date import dataset_wide_up_to_date, up_to_date_scans
 
+    fresh = up_to_date_scans(instance, scans, definitions, resources, config)
+    if fresh:
+        print(f"up to date: {len(fresh)} of {len(scans)} scans were built from the same files, code and config "
+              f"(not built again)", flush=True)
+    to_build = [(key, uri) for key, uri in scans if key not in fresh]
     started = datetime.datetime.now(datetime.timezone.utc)
     try:
-        outcomes = _build_scans(instance, scans, definitions, resources, config, config_file, workers)
+        outcomes = _build_scans(instance, to_build, definitions, resources, config, config_file, workers) if to_build else []
     except KeyboardInterrupt:  # stopped by a signal (pipeline.interrupts): no run of this build left "started"
         cancel_unfinished_runs(instance, started)
         raise
     for outcome in sorted(outcomes, key=lambda o: o.key):
         if not outcome.ok:  # the workers' scans: no release from a build that ran out of space
             stop_if_output_full(outcome.error, outcome.key)
+    report.up_to_date = sorted(fresh)
     for outcome in sorted(outcomes, key=lambda o: o.key):
         if outcome.ok:
             report.ok.append(outcome.key)
         else:
             report.failed[outcome.key] = outcome.error
+    report.ok = sorted([*report.ok, *fresh])
     dataset_selection = dataset_wide_keys(all_assets)
+    release = None
+    if dataset_wide and dataset_selection and report.ok:
+        observe_verdicts(all_assets, resources, instance)  # a changed verdicts file makes the release stale
+        if not to_build:  # nothing built now: the release may be current too (asked before the notes change)
+            release = dataset_wide_up_to_date(instance, definitions, resources, config, report.skipped)
     with reaching(config.output_root):
         write_skipped(config.output_root, config.storage_options, report.skipped)  # for the manifest's notes
-    if dataset_wide and dataset_selection and report.ok:
+    if release is not None:
+        report.release_up_to_date = release
+        print(f"up to date: the dataset-wide assets and release {release} (latest) were built from these scans, "
+              f"code and config (not built again)", flush=True)
+    elif dataset_wide and dataset_selection and report.ok:
         from assets.progress import listener, print_line
 
-        observe_verdicts(all_assets, resources, instance)
         started = time.perf_counter()
         names = ", ".join(k.to_user_string() for k in dataset_selection)
         print(f"dataset-wide ({names})", flush=True)

@@ -9,7 +9,10 @@ keeps them in this process. Runs are recorded in the ``DAGSTER_HOME`` instance
 when that variable is set (``make demo`` sets it to ``.dagster_home``, so
 ``dagster dev`` afterwards shows every partition, check and the release run),
 else in an ephemeral one. Each scan's run carries the discovery fingerprint
-of its folder, so the ``scan_discovery`` sensor does not rebuild it.
+of its folder, so the ``scan_discovery`` sensor does not rebuild it, and a later
+build does not either: scans (and a release) built from the same files, code
+and config are said to be up to date and left as they are (``assets.up_to_date``).
+A write the output disk refuses (no space) stops the build with one line.
 
 While a scan builds, the step running and the frames done in the long steps
 are printed as they happen (``assets.progress``), then one line per scan when

@@ -15,7 +15,7 @@ it is written (with its CPU seconds), so a long generation is never silent.
 
 An interrupted run (Ctrl-C, a killed ``make demo``) resumes: every scene is
 staged (serial runs too), so a scan folder under ``--out`` is always whole; a
-run holds an exclusive lock on ``--out/.synth-unfinished.json``, which records
+run holds an exclusive lock on ``--out/.synth-unfinished.lock`` and keeps beside it ``.synth-unfinished.json``, which records
 what it was asked for and each scene as it lands, and removes it when it ends.
 The next run finds the record: it removes the staging folders the dead run
 left (no live run holds the lock), says so, and writes only the scenes not
@@ -62,7 +62,8 @@ WRITERS = {
 FORMATS = tuple(WRITERS)
 WORKERS_VARIABLE = "SCAN2QA_WORKERS"
 QUARTERS = 4  # progress lines per scene while it renders
-UNFINISHED_NAME = ".synth-unfinished.json"  # the lock and record of a run until it ends (hidden: discovery skips it)
+UNFINISHED_NAME = ".synth-unfinished.json"  # the record of a run until it ends (hidden: discovery skips it)
+LOCK_NAME = ".synth-unfinished.lock"  # flock'ed by the run writing; the kernel drops it when that run dies
 STAGING_NAME = re.compile(r"^\.synth-\d{4}-")  # a scene's staging folder: .synth-<index>-<random>
 
 
@@ -236,27 +237,26 @@ def write_serially(requests: list[SceneRequest], out: Path, landed=lambda reques
 
 
 class UnfinishedRecord:
-    """``--out/.synth-unfinished.json``: locked while a run writes, read by the next run if this one dies.
+    """``--out/.synth-unfinished.json``: kept (and its lock held) while a run writes, read by the next run if this one dies.
 
     Holds the request (what decides the files: seed, frames, format, ...), the scenes asked for, and each
-    scene's folder once it is in place. Rewritten in place (the lock is on the open file); a record cut
-    short by a kill mid-write reads as no record, so everything is written again.
+    scene's folder once it is in place. Replaced whole (a temporary name, then ``os.replace``), so a kill
+    never leaves it cut short; the lock is on a file of its own beside it.
     """
 
     def __init__(self, out: Path):
         import fcntl
 
-        self.path = out / UNFINISHED_NAME
-        self.fh = open(self.path, "a+", encoding="utf-8")
+        self.path, self.lock_path = out / UNFINISHED_NAME, out / LOCK_NAME
+        self.fh = open(self.lock_path, "a+", encoding="utf-8")
         try:
             fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.fh.close()
-            raise ConfigError(f"{out}: another scan2qa synth is writing here ({self.path} is locked)") from None
-        self.fh.seek(0)
+            raise ConfigError(f"{out}: another scan2qa synth is writing here ({self.lock_path} is locked)") from None
         try:
-            self.previous = json.loads(self.fh.read() or "null")
-        except json.JSONDecodeError:
+            self.previous = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             self.previous = None
         self.content: dict = {}
 
@@ -277,15 +277,17 @@ class UnfinishedRecord:
         self._save()
 
     def _save(self) -> None:
-        self.fh.seek(0)
-        self.fh.truncate()
-        self.fh.write(json.dumps(self.content, sort_keys=True))
-        self.fh.flush()
-        os.fsync(self.fh.fileno())
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(self.content, sort_keys=True))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
 
     def close(self, finished: bool) -> None:
-        if finished:
-            self.path.unlink(missing_ok=True)  # removed while still locked: no other run can have taken it
+        if finished:  # removed while still locked: no other run can have taken it
+            self.path.unlink(missing_ok=True)
+            self.lock_path.unlink(missing_ok=True)
         self.fh.close()
 
 

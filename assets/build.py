@@ -9,7 +9,10 @@ keeps them in this process. Runs are recorded in the ``DAGSTER_HOME`` instance
 when that variable is set (``make demo`` sets it to ``.dagster_home``, so
 ``dagster dev`` afterwards shows every partition, check and the release run),
 else in an ephemeral one. Each scan's run carries the discovery fingerprint
-of its folder, so the ``scan_discovery`` sensor does not rebuild it.
+of its folder, so the ``scan_discovery`` sensor does not rebuild it, and a later
+build does not either: scans (and a release) built from the same files, code
+and config are said to be up to date and left as they are (``assets.up_to_date``).
+A write the output disk refuses (no space) stops the build with one line.
 
 While a scan builds, the step running and the frames done in the long steps
 are printed as they happen (``assets.progress``), then one line per scan when
@@ -21,7 +24,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import errno
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -38,7 +43,8 @@ from pipeline.output_paths import output_root_problem
 from pipeline.interrupts import Interrupted, raise_if_interrupted
 from pipeline.scene.discovery import discover, discover_scans
 from pipeline.scene.scan_notes import excluded_lines, read_scan_warnings, warning_lines, write_skipped
-from pipeline.storage import upath
+from pipeline.errors import OutputUnwritable, StorageUnreachable, unreachable_reason
+from pipeline.storage import reaching, upath
 from pipeline.threads import available_cores, threads_per_worker
 
 DEMO_SCENES = 8
@@ -46,6 +52,9 @@ DEMO_FRAMES = 300
 WORKERS_VARIABLE = "SCAN2QA_WORKERS"
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 BUILD_JOB = "__ephemeral_asset_job__"  # the name dagster.materialize gives its runs (selections no job holds)
+# errno values saying the output takes no more writes: every later scan would fail the same way, so the build stops
+OUTPUT_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+_ERRNO_TEXT = re.compile(r"\[Errno (\d+)\] ([^:]+)(?:: '([^']*)')?")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,6 +94,8 @@ class BuildReport:
     failed: dict[str, str] = field(default_factory=dict)  # partition key -> one-line error
     dataset_wide_error: str | None = None
     skipped: list[str] = field(default_factory=list)  # folders under the scans root not taken, and why
+    up_to_date: list[str] = field(default_factory=list)  # keys in ``ok`` not built again (``assets.up_to_date``)
+    release_up_to_date: str | None = None  # the latest release, when the dataset-wide assets were not built again
 
 
 def run_failure(result: dg.ExecuteInProcessResult) -> str:
@@ -186,6 +197,32 @@ def generate_demo_scans(config: Config) -> str | None:
     return f"scan2qa synth exited with status {status}" if status else None
 
 
+def finish_interrupted_synth(config: Config) -> str | None:
+    """Finish the synth an interrupted ``make demo`` (or ``scan2qa synth``) left under the scans root, if any.
+
+    Without this the scans it had finished would look like the whole demo and be built alone. Returns why it
+    could not be finished, or None (finished, or nothing to finish).
+    """
+    if "://" in config.scans_root:
+        return None
+    try:
+        from pipeline.synth import command as synth_command
+    except ModuleNotFoundError:
+        return None
+    request = synth_command.unfinished_request(config.scans_root)
+    if request is None:
+        return None
+    print(f"an interrupted scan2qa synth left {config.scans_root} unfinished: writing the rest of its "
+          f"{request['scenes']} scans", flush=True)
+    parser = argparse.ArgumentParser(prog="scan2qa synth")
+    synth_command.add_arguments(parser)
+    argv = ["--out", config.scans_root, "--scenes", str(request["scenes"]), "--frames", str(request["frames"]),
+            "--seed", str(request["seed"]), "--format", str(request["format"]),
+            "--sky-direction", str(request["sky_direction"]), *(["--sens"] if request["sens"] else [])]
+    status = int(synth_command.run(parser.parse_args(argv)) or 0)
+    return f"scan2qa synth exited with status {status}" if status else None
+
+
 def open_instance() -> dg.DagsterInstance:
     """The instance ``DAGSTER_HOME`` names; ``build`` sets one up for the whole build when none is set."""
     return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else dg.DagsterInstance.ephemeral()
@@ -281,10 +318,11 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
     from resources.storage import StorageResource
 
     report = BuildReport()
-    found = discover(
-        config.scans_root, config.storage_options,
-        allow_links_outside_root=config.allow_links_outside_root, exclude=config.output_root,
-    )
+    with reaching(config.scans_root):  # an unreachable bucket is one line naming it, not "no scans found"
+        found = discover(
+            config.scans_root, config.storage_options,
+            allow_links_outside_root=config.allow_links_outside_root, exclude=config.output_root,
+        )
     scans, report.skipped = found.scans, found.skipped
     if found.excluded is not None:
         print(output_inside_scans_line(config), flush=True)
@@ -303,24 +341,44 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
 def _build_in(instance, report, scans, definitions, resources, config, config_file, workers, dataset_wide) -> None:
     from assets.definitions import all_assets
     from assets.jobs import DATASET_JOB, dataset_wide_keys
+    from assets.up_to_date import dataset_wide_up_to_date, up_to_date_scans
 
+    fresh = up_to_date_scans(instance, scans, definitions, resources, config)
+    if fresh:
+        print(f"up to date: {len(fresh)} of {len(scans)} scans were built from the same files, code and config "
+              f"(not built again)", flush=True)
+    to_build = [(key, uri) for key, uri in scans if key not in fresh]
     started = datetime.datetime.now(datetime.timezone.utc)
     try:
-        outcomes = _build_scans(instance, scans, definitions, resources, config, config_file, workers)
+        outcomes = _build_scans(instance, to_build, definitions, resources, config, config_file, workers) if to_build else []
     except KeyboardInterrupt:  # stopped by a signal (pipeline.interrupts): no run of this build left "started"
         cancel_unfinished_runs(instance, started)
         raise
+    for outcome in sorted(outcomes, key=lambda o: o.key):
+        if not outcome.ok:  # the workers' scans: no release from a build that ran out of space
+            stop_if_output_full(outcome.error, outcome.key)
+    report.up_to_date = sorted(fresh)
     for outcome in sorted(outcomes, key=lambda o: o.key):
         if outcome.ok:
             report.ok.append(outcome.key)
         else:
             report.failed[outcome.key] = outcome.error
+    report.ok = sorted([*report.ok, *fresh])
     dataset_selection = dataset_wide_keys(all_assets)
-    write_skipped(config.output_root, config.storage_options, report.skipped)  # for the manifest's notes
+    release = None
     if dataset_wide and dataset_selection and report.ok:
+        observe_verdicts(all_assets, resources, instance)  # a changed verdicts file makes the release stale
+        if not to_build:  # nothing built now: the release may be current too (asked before the notes change)
+            release = dataset_wide_up_to_date(instance, definitions, resources, config, report.skipped)
+    with reaching(config.output_root):
+        write_skipped(config.output_root, config.storage_options, report.skipped)  # for the manifest's notes
+    if release is not None:
+        report.release_up_to_date = release
+        print(f"up to date: the dataset-wide assets and release {release} (latest) were built from these scans, "
+              f"code and config (not built again)", flush=True)
+    elif dataset_wide and dataset_selection and report.ok:
         from assets.progress import listener, print_line
 
-        observe_verdicts(all_assets, resources, instance)
         started = time.perf_counter()
         names = ", ".join(k.to_user_string() for k in dataset_selection)
         print(f"dataset-wide ({names})", flush=True)
@@ -332,6 +390,7 @@ def _build_in(instance, report, scans, definitions, resources, config, config_fi
         if ok:
             print(f"dataset-wide ({names}) ... ok ({time.perf_counter() - started:.1f} s)", flush=True)
         else:
+            stop_if_output_full(error, "the dataset-wide assets")
             report.dataset_wide_error = error
             print(f"dataset-wide ({names}) ... FAILED: {error}", flush=True)
             for line in details:
@@ -363,7 +422,23 @@ def _build_scans(instance, scans, definitions, resources, config, config_file, w
         outcome = runner.run(key, uri)
         outcomes.append(outcome)
         show(outcome)
+        if not outcome.ok:
+            stop_if_output_full(outcome.error, key)
     return outcomes
+
+
+def output_full_line(error: str) -> str | None:
+    """``<path>: No space left on device`` if a run's one-line error says the output stopped taking writes."""
+    found = _ERRNO_TEXT.search(error)
+    if found is None or int(found[1]) not in OUTPUT_FULL_ERRNOS:
+        return None
+    return f"{found[3]}: {found[2]}" if found[3] else found[2]
+
+
+def stop_if_output_full(error: str, where: str) -> None:
+    line = output_full_line(error)
+    if line is not None:
+        raise OutputUnwritable(f"{line} (building {where}); the build stopped")
 
 
 def cancel_unfinished_runs(instance: dg.DagsterInstance, since: datetime.datetime) -> None:
@@ -404,24 +479,42 @@ def no_scans_line(config: Config) -> str:
             return f"the scans root {config.scans_root} is a file, not a folder of scans"
     except OSError as exc:
         return f"the scans root {config.scans_root} cannot be read ({exc.strerror or exc})"
+    except Exception as exc:  # noqa: BLE001 - an object store that stopped answering since discovery
+        reason = unreachable_reason(exc)
+        if reason is None:
+            raise
+        return f"the scans root {config.scans_root}: cannot reach the object store ({reason})"
     return f"no scans found under {config.scans_root}"
 
 
 def latest_release(config: Config) -> str | None:
-    """The version ``LATEST`` names, or None (no release yet, or the root cannot be read)."""
+    """The version ``LATEST`` names, or None (no release yet, or the root cannot be read).
+
+    An object store that does not answer is ``StorageUnreachable`` naming the output root: asked before any
+    work, so a build into an unreachable bucket stops with that one line.
+    """
     try:
-        pointer = upath(config.releases_root, config.storage_options) / "LATEST"
-        return pointer.read_text().strip() if pointer.exists() else None
+        with reaching(config.output_root):
+            pointer = upath(config.releases_root, config.storage_options) / "LATEST"
+            return pointer.read_text().strip() if pointer.exists() else None
     except OSError:
         return None
 
 
 def interrupt_note(config: Config, latest_before: str | None) -> str:
     """What a stopped build left: nothing published, unless the release was published before the signal."""
-    latest = latest_release(config)
+    return published_note(config, latest_before, "; the next build starts again")
+
+
+def published_note(config: Config, latest_before: str | None, then: str = "") -> str:
+    """``: nothing published, latest unchanged`` (or which release did get published) for a build that stopped."""
+    try:
+        latest = latest_release(config)
+    except StorageUnreachable:
+        latest = latest_before
     if latest is not None and latest != latest_before:
         return f": release {latest} had already been published as latest"
-    return ": nothing published, latest unchanged; the next build starts again"
+    return f": nothing published, latest unchanged{then}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -441,11 +534,23 @@ def run(args: argparse.Namespace) -> int:
         except Interrupted as stop:
             stop.note = interrupt_note(config, latest_before)
             raise
+        except OutputUnwritable as full:
+            raise OutputUnwritable(f"{full}{published_note(config, latest_before)}") from None
+        except OSError as exc:  # this process's own writes (the skipped-folders note, the summary)
+            if exc.errno not in OUTPUT_FULL_ERRNOS or exc.filename is None:
+                raise
+            note = published_note(config, latest_before)
+            raise OutputUnwritable(f"{exc.filename}: {exc.strerror}; the build stopped{note}") from None
     finally:
         if previous is None:
             os.environ.pop("SCAN2QA_CONFIG", None)
         else:
             os.environ["SCAN2QA_CONFIG"] = previous
+
+
+def _found_scans(config: Config) -> bool:
+    with reaching(config.scans_root):
+        return bool(discover_scans(config.scans_root, config.storage_options))
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
@@ -456,7 +561,11 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     if problem:
         raise ConfigError(problem)
     demo = not (args.scans or args.config)
-    if demo and not discover_scans(config.scans_root, config.storage_options):
+    problem = finish_interrupted_synth(config) if demo else None
+    if problem:
+        print(f"the interrupted synth under {config.scans_root} could not be finished: {problem}")
+        return 1
+    if demo and not _found_scans(config):
         problem = generate_demo_scans(config)
         if problem:
             print(f"no scans under {config.scans_root} and no synthetic demo: {problem}")
@@ -466,10 +575,9 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     if not report.ok and not report.failed:
         print(no_scans_line(config))
         return 1
-    for line in output_summary(config):
-        print(line)
-    for line in scan_notes_lines(config, report):
-        print(line)
+    with reaching(config.output_root):
+        for line in [*output_summary(config), *scan_notes_lines(config, report)]:
+            print(line)
     dataset_wide = "" if report.dataset_wide_error is None else ", dataset-wide assets FAILED"
     print(f"summary: {len(report.ok)} ok, {len(report.failed)} failed{dataset_wide}")
     for key, error in report.failed.items():

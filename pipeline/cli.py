@@ -13,7 +13,9 @@ import os
 import signal
 import sys
 
-from pipeline.errors import ConfigError, ScanError, StorageUnreachable, TableError
+from pipeline.errors import (
+    ConfigError, OutputUnwritable, ScanError, StorageUnreachable, TableError, unreachable_reason,
+)
 from pipeline.interrupts import Interrupted, stop_on_signals
 
 # Plain text: argparse prints help verbatim, so no reStructuredText/Markdown markup here.
@@ -51,6 +53,16 @@ def os_error_line(exc: OSError) -> str:
     return f"{where}: {cause}" if where else cause
 
 
+def object_store_uris(args: argparse.Namespace) -> list[str]:
+    """The ``s3://``-style URIs a command was given, to name when a store they point at did not answer."""
+    values = []
+    for value in vars(args).values():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, str) and "://" in item and item not in values:
+                values.append(item)
+    return values
+
+
 def main(argv: list[str] | None = None) -> int:
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -70,10 +82,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with stop_on_signals():
             return int(module.run(args) or 0)
-    except (ScanError, ConfigError, TableError, StorageUnreachable, FileNotFoundError) as exc:
+    except (ScanError, ConfigError, TableError, StorageUnreachable, OutputUnwritable, FileNotFoundError) as exc:
         print(f"scan2qa {name}: error: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:  # out of space, read-only, permission, a file where a folder must be: one line
+    except Exception as exc:
+        # The store did not answer (refused, no route, no credentials) somewhere a command did not name the URI
+        # itself (``storage.reaching``): one line naming the URIs it was given, never botocore's traceback.
+        reason = unreachable_reason(exc)
+        if reason is not None:
+            where = ", ".join(object_store_uris(args)) or "the object store"
+            print(f"scan2qa {name}: error: {where}: cannot reach the object store ({reason})", file=sys.stderr)
+            return 1
+        if not isinstance(exc, OSError):
+            raise
+        # Out of space, read-only, permission, a file where a folder must be: one line.
         print(f"scan2qa {name}: error: {os_error_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:  # Interrupted (SIGINT/SIGTERM), or a KeyboardInterrupt raised by a library

@@ -137,3 +137,24 @@ def exit_quietly_on_signals() -> None:
 
     for signum in STOP_SIGNALS:
         signal.signal(signum, exit_now)
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """For a worker process: end when its parent does, even if the parent was killed (SIGKILL) and could not stop it.
+
+    A worker left running with parent PID 1 goes on writing into folders its parent's next run cleans up
+    (a synth's staging, a build's tables). Linux only (``prctl(PR_SET_PDEATHSIG)``); elsewhere a no-op. The
+    signal follows the thread that started the worker: the pools here are started from the main thread.
+    ``parent``: the PID the worker was started by (default: its parent now).
+    """
+    parent = os.getppid() if parent is None else parent
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, signal.SIGKILL, 0, 0, 0) != 0:  # 1 = PR_SET_PDEATHSIG
+            return
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(128 + signal.SIGKILL)

@@ -28,6 +28,23 @@ def output_root_problem(out: str, flag: str = "--out") -> str | None:
     return None
 
 
+def refuse_object_store_uris(command: str, **paths: str | list[str] | None) -> None:
+    """``ConfigError`` for the first of ``paths`` (flag name -> value) that is an ``s3://``-style URI.
+
+    Commands that read and write local files only would take ``s3://bucket/x`` as the local folder
+    ``s3:/bucket/x`` and report it missing; say instead that the URI is not taken, before any work.
+    """
+    from pipeline.errors import ConfigError
+
+    for flag, values in paths.items():
+        for value in values if isinstance(values, list) else [values]:
+            if value is None or "://" not in str(value):
+                continue
+            name = "--" + flag.replace("_", "-")
+            raise ConfigError(f"{name} {value}: scan2qa {command} takes local paths only, not object-store "
+                              f"URIs (copy it to a local folder first)")
+
+
 def _read_only(folder: Path) -> bool:
     try:
         return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)

@@ -29,16 +29,7 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 from pipeline import schemas
-from pipeline.errors import StorageUnreachable, TableError
-
-# Exception class names, anywhere in an error's chain, that mean the store did not answer at all
-# (botocore and aiohttp name them; matching names keeps those libraries out of this module's imports).
-UNREACHABLE = frozenset({
-    "EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
-    "ClientConnectorError", "ServerDisconnectedError", "ConnectionRefusedError", "ConnectionResetError",
-    "NoCredentialsError",
-})
-
+from pipeline.errors import UNREACHABLE, StorageUnreachable, TableError, unreachable_reason  # noqa: F401 - re-exported
 
 def upath(uri: str | os.PathLike, storage_options: dict[str, Any] | None = None) -> UPath:
     if isinstance(uri, UPath):
@@ -51,18 +42,6 @@ def upath(uri: str | os.PathLike, storage_options: dict[str, Any] | None = None)
 
 def is_local(path: UPath) -> bool:
     return path.protocol in ("", "file", "local")
-
-
-def unreachable_reason(exc: BaseException) -> str | None:
-    """Why the store did not answer, if that is what ``exc`` (or anything that caused it) says; else None."""
-    seen: set[int] = set()
-    error: BaseException | None = exc
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if type(error).__name__ in UNREACHABLE:
-            return (str(error).strip().splitlines() or [type(error).__name__])[0]
-        error = error.__cause__ or error.__context__
-    return None
 
 
 @contextmanager
@@ -128,6 +107,12 @@ def write_bytes_atomic(path: UPath, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp.path, path.path)
+    except OSError as exc:
+        # A full disk's write() names no file ("[Errno 28] No space left on device"); the temporary name means
+        # nothing to a user either: name the file being written.
+        if exc.errno is None or exc.filename not in (None, tmp.path):
+            raise
+        raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), path.path) from None
     finally:
         if os.path.exists(tmp.path):
             os.remove(tmp.path)

@@ -10,7 +10,7 @@ from dataclasses import replace
 import polars as pl
 
 from pipeline.errors import ConfigError
-from pipeline.output_paths import output_root_problem
+from pipeline.output_paths import output_root_problem, refuse_object_store_uris
 from pipeline.exports.pinpointqa import export_pinpointqa
 from pipeline.exports.revsi import export_revsi
 from pipeline.exports.vlmevalkit import export_vlmevalkit
@@ -45,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_object_store_uris("export", release=args.release, out=args.out, sampled=args.sampled)
     problem = output_root_problem(str(args.out))
     if problem:
         raise ConfigError(problem)

@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipeline.output_paths import refuse_object_store_uris
+
+    refuse_object_store_uris("generate", annotations=args.annotations, out=args.out)
     started = time.perf_counter()
     skipped: list[str] = []
     drops: list = []

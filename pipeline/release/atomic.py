@@ -168,9 +168,12 @@ def _locked_staging(releases_dir: Path, version: str) -> Iterator[Path]:
             fcntl.flock(fd, fcntl.LOCK_EX)
         os.rename(unnamed, staging)
         yield staging
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(unnamed, ignore_errors=True)
+        if isinstance(exc, OSError) and exc.errno is not None and exc.filename is None:
+            # A full disk's write() names no file: name the release that could not be written.
+            raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(releases_dir / version)) from None
         raise
     finally:
         os.close(fd)  # drops the lock; after a successful rename the folder is the release itself

@@ -55,6 +55,10 @@ def _judge(args: argparse.Namespace) -> FsdJudge | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipeline.output_paths import refuse_object_store_uris
+
+    refuse_object_store_uris("eval", release=args.release, predictions=args.predictions, out=args.out,
+                             sampled=args.sampled)
     if args.samplers:  # score against the sampler's ground truth (its own question ids)
         import tempfile
 

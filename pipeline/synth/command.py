@@ -12,13 +12,26 @@ threads (``pipeline.threads``).
 
 Progress: a line when a scene starts, at every quarter of its frames, and when
 it is written (with its CPU seconds), so a long generation is never silent.
+
+An interrupted run (Ctrl-C, a killed ``make demo``) resumes: every scene is
+staged (serial runs too), so a scan folder under ``--out`` is always whole; a
+run holds an exclusive lock on ``--out/.synth-unfinished.lock`` and keeps beside it ``.synth-unfinished.json``, which records
+what it was asked for and each scene as it lands, and removes it when it ends.
+The next run finds the record: it removes the staging folders the dead run
+left (no live run holds the lock), says so, and writes only the scenes not
+yet written when the request is the same (else all of them). ``scan2qa
+build``'s demo resumes such a record too. Workers die with their parent
+(``pipeline.interrupts.die_with_parent``), so a killed run leaves no process
+writing into a staging folder.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -26,6 +39,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
+
+from pipeline.errors import ConfigError
 
 from pipeline.synth.arkitscenes_writer import write_arkitscenes, write_metadata
 from pipeline.synth.multiscan_writer import write_multiscan
@@ -47,6 +62,9 @@ WRITERS = {
 FORMATS = tuple(WRITERS)
 WORKERS_VARIABLE = "SCAN2QA_WORKERS"
 QUARTERS = 4  # progress lines per scene while it renders
+UNFINISHED_NAME = ".synth-unfinished.json"  # the record of a run until it ends (hidden: discovery skips it)
+LOCK_NAME = ".synth-unfinished.lock"  # flock'ed by the run writing; the kernel drops it when that run dies
+STAGING_NAME = re.compile(r"^\.synth-\d{4}-")  # a scene's staging folder: .synth-<index>-<random>
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -126,9 +144,11 @@ def write_scene(request: SceneRequest, out: Path, say) -> SceneWritten:
 _progress_queue = None
 
 
-def _start_worker(queue, threads: int) -> None:
+def _start_worker(queue, threads: int, parent: int) -> None:
+    from pipeline.interrupts import die_with_parent
     from pipeline.threads import limit_threads
 
+    die_with_parent(parent)  # a killed synth must not leave workers writing into its staging folders
     limit_threads(threads)
     global _progress_queue
     _progress_queue = queue
@@ -162,7 +182,7 @@ def _finished(request: SceneRequest, written: SceneWritten, folder: Path) -> str
     )
 
 
-def run_parallel(requests: list[SceneRequest], out: Path, workers: int) -> float:
+def run_parallel(requests: list[SceneRequest], out: Path, workers: int, landed=lambda request, folder: None) -> float:
     """Write every scene on ``workers`` processes; returns the workers' CPU seconds."""
     from pipeline.threads import threads_per_worker
 
@@ -173,7 +193,7 @@ def run_parallel(requests: list[SceneRequest], out: Path, workers: int) -> float
     try:
         with ProcessPoolExecutor(
             max_workers=workers, mp_context=context, initializer=_start_worker,
-            initargs=(queue, threads_per_worker(workers)),
+            initargs=(queue, threads_per_worker(workers), os.getpid()),
         ) as pool:
             pending = {}
             for request in requests:
@@ -192,6 +212,7 @@ def run_parallel(requests: list[SceneRequest], out: Path, workers: int) -> float
                     request = requests[next_to_move]
                     written = finished[request.index]
                     folder = move_into(staged[request.index], out, written, request)
+                    landed(request, folder)
                     cpu += written.cpu_seconds
                     print(_finished(request, written, folder), flush=True)
                     next_to_move += 1
@@ -200,6 +221,97 @@ def run_parallel(requests: list[SceneRequest], out: Path, workers: int) -> float
         for folder in staged.values():
             shutil.rmtree(folder, ignore_errors=True)
     return cpu
+
+
+def write_serially(requests: list[SceneRequest], out: Path, landed=lambda request, folder: None) -> None:
+    """Each scene staged then moved into ``out``, as ``run_parallel`` does: a stopped run leaves no half scan."""
+    for request in requests:
+        staging = Path(tempfile.mkdtemp(prefix=f".synth-{request.index:04d}-", dir=out))
+        try:
+            written = write_scene(request, staging, lambda line: print(line, flush=True))
+            folder = move_into(staging, out, written, request)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        landed(request, folder)
+        print(_finished(request, written, folder), flush=True)
+
+
+class UnfinishedRecord:
+    """``--out/.synth-unfinished.json``: kept (and its lock held) while a run writes, read by the next run if this one dies.
+
+    Holds the request (what decides the files: seed, frames, format, ...), the scenes asked for, and each
+    scene's folder once it is in place. Replaced whole (a temporary name, then ``os.replace``), so a kill
+    never leaves it cut short; the lock is on a file of its own beside it.
+    """
+
+    def __init__(self, out: Path):
+        import fcntl
+
+        self.path, self.lock_path = out / UNFINISHED_NAME, out / LOCK_NAME
+        self.fh = open(self.lock_path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.fh.close()
+            raise ConfigError(f"{out}: another scan2qa synth is writing here ({self.lock_path} is locked)") from None
+        try:
+            self.previous = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            self.previous = None
+        self.content: dict = {}
+
+    def already_written(self, request: dict, out: Path) -> dict[int, str]:
+        """Scene index -> folder, for the scenes an interrupted run of the same request put in place."""
+        previous = self.previous if isinstance(self.previous, dict) else {}
+        if previous.get("request") != request:
+            return {}
+        written = previous.get("written") if isinstance(previous.get("written"), dict) else {}
+        return {int(i): f for i, f in written.items() if str(i).isdigit() and (out / str(f)).is_dir()}
+
+    def start(self, request: dict, scenes: int, written: dict[int, str]) -> None:
+        self.content = {"request": request, "scenes": scenes, "written": {str(i): f for i, f in sorted(written.items())}}
+        self._save()
+
+    def landed(self, index: int, folder: str) -> None:
+        self.content["written"][str(index)] = folder
+        self._save()
+
+    def _save(self) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(self.content, sort_keys=True))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+
+    def close(self, finished: bool) -> None:
+        if finished:  # removed while still locked: no other run can have taken it
+            self.path.unlink(missing_ok=True)
+            self.lock_path.unlink(missing_ok=True)
+        self.fh.close()
+
+
+def unfinished_request(out: str | os.PathLike) -> dict | None:
+    """The arguments of an interrupted run recorded under ``out`` (for ``scan2qa build``'s demo), or None."""
+    try:
+        record = json.loads((Path(out) / UNFINISHED_NAME).read_text(encoding="utf-8"))
+        request, scenes = record["request"], int(record["scenes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(request, dict) or set(request) != set(REQUEST_FIELDS) or scenes < 1:
+        return None
+    return {**request, "scenes": scenes}
+
+
+def remove_stale_staging(out: Path) -> tuple[int, int]:
+    """Remove the scene staging folders a dead run left under ``out`` (the caller holds the lock); (count, bytes)."""
+    count = size = 0
+    for entry in sorted(out.iterdir()):
+        if STAGING_NAME.match(entry.name) and entry.is_dir() and not entry.is_symlink():
+            size += sum(p.stat().st_size for p in entry.rglob("*") if p.is_file() and not p.is_symlink())
+            shutil.rmtree(entry, ignore_errors=True)
+            count += 1
+    return count, size
 
 
 def _drain(queue) -> None:
@@ -221,18 +333,54 @@ def run(args: argparse.Namespace) -> int:
         SceneRequest(i, args.scenes, args.frames, args.seed, args.format, bool(args.sens), args.sky_direction)
         for i in range(args.scenes)
     ]
-    workers = min(args.workers or default_workers(args.scenes), args.scenes)
-    started_cpu, started = time.process_time(), time.perf_counter()
-    if workers == 1:
-        for request in requests:
-            written = write_scene(request, out, lambda line: print(line, flush=True))
-            print(_finished(request, written, Path(written.folder)), flush=True)
-        cpu = time.process_time() - started_cpu
-    else:
-        print(f"writing {args.scenes} scenes on {workers} worker processes", flush=True)
-        cpu = run_parallel(requests, out, workers) + time.process_time() - started_cpu
+    started = time.perf_counter()
+    record = UnfinishedRecord(out)
+    finished = False
+    try:
+        removed, size = remove_stale_staging(out)
+        if removed:
+            print(f"removed {removed} staging folder(s) ({size / 1e6:.1f} MB) an interrupted scan2qa synth left "
+                  f"under {out}", flush=True)
+        asked = request_fields(args)
+        done = record.already_written(asked, out)
+        done = {i: f for i, f in done.items() if i < args.scenes}
+        record.start(asked, args.scenes, done)
+        todo = [request for request in requests if request.index not in done]
+        if done:
+            print(f"resuming an interrupted scan2qa synth: {len(done)} of {args.scenes} scans already written, "
+                  f"writing the other {len(todo)}", flush=True)
+        cpu = _write(todo, out, args, record)
+        finished = True
+    finally:
+        record.close(finished)
     print(
-        f"wrote {args.scenes} scan(s) in the {args.format} layout under {out} "
+        f"wrote {len(todo)} scan(s) in the {args.format} layout under {out} "
         f"({time.perf_counter() - started:.1f} s, {cpu:.1f} CPU-s)"
     )
     return 0
+
+
+REQUEST_FIELDS = ("frames", "seed", "format", "sens", "sky_direction")
+
+
+def request_fields(args: argparse.Namespace) -> dict:
+    """What decides a scene's files (not how many scenes or workers): a resumed run must match all of it."""
+    return {"frames": args.frames, "seed": args.seed, "format": args.format, "sens": bool(args.sens),
+            "sky_direction": args.sky_direction}
+
+
+def _write(todo: list[SceneRequest], out: Path, args: argparse.Namespace, record: UnfinishedRecord) -> float:
+    """Write ``todo``; returns CPU seconds (this process and its workers)."""
+    if not todo:
+        return 0.0
+    started_cpu = time.process_time()
+
+    def landed(request: SceneRequest, folder: Path) -> None:
+        record.landed(request.index, folder.relative_to(out).as_posix())
+
+    workers = min(args.workers or default_workers(len(todo)), len(todo))
+    if workers == 1:
+        write_serially(todo, out, landed)
+        return time.process_time() - started_cpu
+    print(f"writing {len(todo)} scenes on {workers} worker processes", flush=True)
+    return run_parallel(todo, out, workers, landed) + time.process_time() - started_cpu

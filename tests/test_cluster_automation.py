@@ -84,8 +84,11 @@ def latency(instance, landed: float, released: float, scan_keys: set[str]) -> tu
     scans = [r for r in run_records(instance, job_name="scan_job_celery")
              if r.dagster_run.tags.get("dagster/partition") in scan_keys and r.create_timestamp.timestamp() >= landed]
     last_built = max(r.end_time for r in scans)
+    # Automation reacts to the last materialization, which lands a few seconds before its run's end is recorded:
+    # the release run may be created before ``last_built`` (seen on a loaded machine), never before the scans ran.
+    first_started = min(r.start_time for r in scans)
     automation = [r for r in run_records(instance, sensor="dataset_automation")
-                  if r.create_timestamp.timestamp() >= last_built and r.start_time and r.start_time <= released]
+                  if r.create_timestamp.timestamp() >= first_started and r.start_time and r.start_time <= released]
     dataset = max(automation, key=lambda r: r.create_timestamp)
     building = last_built - min(r.start_time for r in scans)
     releasing = min(dataset.end_time or released, released) - dataset.start_time
@@ -95,7 +98,7 @@ def latency(instance, landed: float, released: float, scan_keys: set[str]) -> tu
         "discovery (landed -> first scan run created)": min(r.create_timestamp.timestamp() for r in scans) - landed,
         "scan runs queued and launched": min(r.start_time for r in scans) - min(r.create_timestamp.timestamp() for r in scans),
         "scan builds": building,
-        "automation (last scan run ended -> release run created)": dataset.create_timestamp.timestamp() - last_built,
+        "automation (last scan run ended -> release run created)": max(0.0, dataset.create_timestamp.timestamp() - last_built),
         "automation runs": len(automation),
         "release run queued and launched": dataset.start_time - dataset.create_timestamp.timestamp(),
         "release run": releasing,

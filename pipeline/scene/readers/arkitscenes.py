@@ -39,6 +39,7 @@ through a ScanNet label map when one is at hand
 from __future__ import annotations
 
 import csv
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,12 +54,14 @@ from pipeline.formats.ply import PlyFormatError, read_ply
 from pipeline.frames.budgets import output_size, scale_intrinsics
 from pipeline.scene.readers.assembly import assembled_scan
 from pipeline.scene.readers.box_record import parse_row_axes_box
+from pipeline.scene.readers.file_checks import read_root_file, root_file_region, scans_root_of
 from pipeline.scene.readers.label_lookup import apply_label_map, optional_label_map
 from pipeline.scene.parsed import Frame, Mesh, OrientedBox, ParsedScan, SceneObject
 from pipeline.frames.video import resized
 
 DATASET = "arkitscenes"
 METADATA_NAME = "metadata.csv"
+MAX_METADATA_BYTES = 16 << 20  # the real 3DOD metadata.csv (5,047 rows) is about 0.3 MB
 SKY_ROTATION = {"Up": 0, "Left": 90, "Down": 180, "Right": 270}  # degrees clockwise that bring the sky up
 UNKNOWN_SKY = ("NA", "")
 BOX_TOLERANCE = 1e-3  # metres: a centroid on a box face (the object's own outer faces) is inside
@@ -86,12 +89,18 @@ def is_arkitscenes_scene(folder) -> bool:
     return (folder / mesh_name(folder.name)).exists() or (folder / annotation_name(folder.name)).exists()
 
 
-def read_sky_directions(path: Path, key: str = "?") -> dict[str, str]:
-    """video_id -> ``sky_direction`` as written (``Up``/``Down``/``Left``/``Right`` or ``NA``) in a ``metadata.csv``."""
+def read_sky_directions(
+    path: Path, key: str = "?", *, region: str | None = None, allow_outside: bool = False
+) -> dict[str, str]:
+    """video_id -> ``sky_direction`` as written (``Up``/``Down``/``Left``/``Right`` or ``NA``) in a ``metadata.csv``.
+
+    Every scan reads this one file at the scans root, so it is refused like the label map (``read_root_file``):
+    a link out of ``region``, a FIFO or device, or a size over ``MAX_METADATA_BYTES`` is one line, never a hang.
+    """
+    data = read_root_file(path, key, path.name, MAX_METADATA_BYTES, region=region, allow_outside=allow_outside)
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        rows = list(csv.DictReader(io.StringIO(data.decode("utf-8"), newline="")))
+    except (UnicodeDecodeError, csv.Error) as exc:
         raise ScanError(key, path.name, f"unreadable CSV ({type(exc).__name__})") from None
     if rows and not {"video_id", "sky_direction"} <= set(rows[0]):
         raise ScanError(key, path.name, "no video_id/sky_direction columns")
@@ -311,7 +320,8 @@ def read_arkitscenes(folder: Path, config: Config, *, source_uri: str | None = N
         warnings.append(f"no {METADATA_NAME} above the scene: sky direction taken as Up")
     else:
         files.append(metadata)
-        directions = read_sky_directions(metadata, key)
+        region = root_file_region(metadata, scans_root_of(folder, config))
+        directions = read_sky_directions(metadata, key, region=region, allow_outside=config.allow_links_outside_root)
         if scene_id in directions:
             rotation, sky_warnings = sky_rotation(directions[scene_id], key, metadata.name)
             warnings += sky_warnings

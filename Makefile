@@ -11,7 +11,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system-deps cluster-deps demo ui cluster-demo test test-slow test-browser test-cluster clean-data
+.PHONY: setup system-deps cluster-deps demo ui cluster-demo test test-slow test-acceptance test-browser test-cluster clean-data
 
 setup: $(VENV)/.installed
 
@@ -70,6 +70,13 @@ test-cluster: setup cluster-deps
 
 test-slow: setup
 	$(BIN)/python -m pytest -n 2 -q -m slow
+
+# The slow tests that are issues' acceptance (config staleness, a fourth budget, interrupts, a full disk, up-to-date
+# builds, no abort at exit): CI runs these; the rest of the slow tier is for a change that touches its subject.
+ACCEPTANCE := tests/test_config_staleness.py tests/test_budget_128.py tests/test_build_interrupts.py \
+              tests/test_build_out_of_space.py tests/test_build_up_to_date.py tests/test_build_exit_status.py
+test-acceptance: setup
+	$(BIN)/python -m pytest -n 2 -q -rs -m slow $(ACCEPTANCE)
 
 clean-data:
 	rm -rf data

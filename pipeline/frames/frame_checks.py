@@ -130,6 +130,24 @@ def far_camera_problem(pose: np.ndarray, bounds: tuple[np.ndarray, np.ndarray] |
     return f"camera at ({at}) is {how_far} outside the scene's bounding box (limit {MAX_CAMERA_DISTANCE_M:g} m)"
 
 
+def _drop_frames(parsed, files, problem_of, what: str) -> None:
+    """Drop (NaN pose) each valid frame whose pose ``problem_of`` names a problem; one counted warning, the first
+    named by its pose file, so a thousand bad poses are one line."""
+    dropped: list[tuple[int, str]] = []
+    for frame in parsed.frames:
+        if not frame.valid:
+            continue
+        problem = problem_of(frame.pose)
+        if problem:
+            dropped.append((frame.frame_index, problem))
+            frame.pose = np.full((4, 4), np.nan)
+    if dropped:
+        index, problem = dropped[0]
+        parsed.warnings.append(
+            f"{len(dropped)} of {len(parsed.frames)} frames {what} and are dropped (first: {files.pose(index)}: {problem})"
+        )
+
+
 def check_frames(parsed, files: FrameFiles) -> None:
     """Fail the scan on an unusable camera; drop frames whose finite pose is not rigid or puts the camera beyond
     ``MAX_CAMERA_DISTANCE_M`` of the scene, with one warning for each of the two."""
@@ -138,35 +156,10 @@ def check_frames(parsed, files: FrameFiles) -> None:
         problem = intrinsics_problem(frame.intrinsics, frame.width, frame.height)
         if problem:
             raise ScanError(key, files.intrinsics(frame.frame_index), problem)
-    dropped: list[tuple[int, str]] = []
-    for frame in parsed.frames:
-        if not frame.valid:
-            continue
-        problem = rigid_problem(frame.pose)
-        if problem:
-            dropped.append((frame.frame_index, problem))
-            frame.pose = np.full((4, 4), np.nan)
-    if dropped:
-        index, problem = dropped[0]
-        parsed.warnings.append(
-            f"{len(dropped)} of {len(parsed.frames)} frames have a pose that is not a rigid transform and are dropped "
-            f"(first: {files.pose(index)}: {problem})"
-        )
+    _drop_frames(parsed, files, rigid_problem, "have a pose that is not a rigid transform")
     bounds = scene_bounds(parsed) if any(frame.valid for frame in parsed.frames) else None
-    far: list[tuple[int, str]] = []
-    for frame in parsed.frames:
-        if not frame.valid:
-            continue
-        problem = far_camera_problem(frame.pose, bounds)
-        if problem:
-            far.append((frame.frame_index, problem))
-            frame.pose = np.full((4, 4), np.nan)
-    if far:
-        index, problem = far[0]
-        parsed.warnings.append(
-            f"{len(far)} of {len(parsed.frames)} frames have a camera more than {MAX_CAMERA_DISTANCE_M:g} m outside "
-            f"the scene and are dropped (first: {files.pose(index)}: {problem})"
-        )
+    _drop_frames(parsed, files, lambda pose: far_camera_problem(pose, bounds),
+                 f"have a camera more than {MAX_CAMERA_DISTANCE_M:g} m outside the scene")
 
 
 # --- colour image files, from their bytes --------------------------------------------------------------------------

@@ -247,3 +247,13 @@ def test_an_export_says_how_many_dummy_video_questions_it_left_out(release, tmp_
     assert main(["export", "--format", "vlmevalkit", "--release", str(release.root), "--out", str(tmp_path / "v")]) == 0
     err = capsys.readouterr().err
     assert "left out 1 revsi questions on dummy videos: the vlmevalkit layout holds real videos only" in err, err
+
+
+def test_the_revsi_export_writes_its_dummy_video_questions_and_does_not_say_it_left_them_out(release, tmp_path,
+                                                                                            capsys):
+    out = tmp_path / "r"
+    assert main(["export", "--format", "revsi", "--release", str(release.root), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "dummy videos" not in err, err
+    dummies = [p for p in out.iterdir() if p.is_dir() and p.name.startswith("16_frame_")]
+    assert dummies and all((p / "test-00000-of-00001.parquet").is_file() for p in dummies)

@@ -11,6 +11,9 @@ asset is requested when, since it was last requested,
   same tick (``any_deps_updated``), or
 - any upstream partition's latest run newly failed (``execution_failed``),
 
+and such a change stays pending until the asset is requested again (not merely
+materialized: that run may have read its inputs before the change),
+
 and it waits while any upstream partition or the asset itself is still being
 built, so a backfill of a thousand scans leads to one release at its end, not
 a thousand, and while a dataset-wide table it reads was never built (the
@@ -41,9 +44,20 @@ def dataset_automation() -> dg.AutomationCondition:
     changed = (
         dg.AutomationCondition.any_deps_updated()
         | dg.AutomationCondition.any_deps_match(dg.AutomationCondition.execution_failed().newly_true())
-    ).since_last_handled()
+    )
+    requested = dg.AutomationCondition.newly_requested()
+    start = dg.AutomationCondition.initial_evaluation()
+    # A change stays pending until the asset is requested again: not until it is materialized, as Dagster's
+    # since_last_handled has it, because the run that materializes it may have read its inputs before the change
+    # (a scan built or a verdict observed while the dataset run ran). Its own run's updates are no trigger
+    # (any_deps_updated ignores parents updated by a run that also executed this asset), so nothing loops.
+    pending = changed.since(requested | start)
+    # A change first seen in the tick right after a request loses to that reset inside ``since`` (an ``|`` of
+    # conditions carries no timing to tell which came later), so it is remembered on its own until the next request
+    # that nothing new accompanies.
+    pending_after_request = (changed & requested).since((requested & ~changed) | start)
     return (
-        changed
+        (pending | pending_after_request)
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
         & ~dg.AutomationCondition.any_deps_missing().allow(dg.AssetSelection.assets(*DATASET_TABLES))

@@ -26,6 +26,8 @@ import time
 
 import pytest
 
+from deploy.latency_bench import describe, run_records
+from deploy.latency_bench import latency as latency_split
 from deploy.local_cluster import LocalCluster
 from tests.test_cluster import (  # noqa: F401 (cluster: the stack fixture, shared)
     assert_matches_local_build,
@@ -69,47 +71,12 @@ def deployment(cluster: LocalCluster) -> LocalCluster:
     return cluster
 
 
-def run_records(instance, job_name: str | None = None, sensor: str | None = None):
-    import dagster as dg
-
-    tags = {"dagster/sensor_name": sensor} if sensor else {}
-    return instance.get_run_records(filters=dg.RunsFilter(job_name=job_name, tags=tags))
-
-
-def latency(instance, landed: float, released: float, scan_keys: set[str]) -> tuple[dict[str, float | int], str]:
-    """Seconds from files landing (``landed``, epoch) to the release pointer naming them (``released``), split into
-    building and waiting: the scan runs of ``scan_keys`` created after ``landed`` and the automation run that wrote
-    the pointer (the last one started by then; it may still be finishing; automation may have run a smaller
-    selection first). Returns the figures and that run's id."""
-    scans = [r for r in run_records(instance, job_name="scan_job_celery")
-             if r.dagster_run.tags.get("dagster/partition") in scan_keys and r.create_timestamp.timestamp() >= landed]
-    last_built = max(r.end_time for r in scans)
-    # Automation reacts to the last materialization, which lands a few seconds before its run's end is recorded:
-    # the release run may be created before ``last_built`` (seen on a loaded machine), never before the scans ran.
-    first_started = min(r.start_time for r in scans)
-    automation = [r for r in run_records(instance, sensor="dataset_automation")
-                  if r.create_timestamp.timestamp() >= first_started and r.start_time and r.start_time <= released]
-    dataset = max(automation, key=lambda r: r.create_timestamp)
-    building = last_built - min(r.start_time for r in scans)
-    releasing = min(dataset.end_time or released, released) - dataset.start_time
-    total = released - landed
-    figures = {
-        "total": total,
-        "discovery (landed -> first scan run created)": min(r.create_timestamp.timestamp() for r in scans) - landed,
-        "scan runs queued and launched": min(r.start_time for r in scans) - min(r.create_timestamp.timestamp() for r in scans),
-        "scan builds": building,
-        "automation (last scan run ended -> release run created)": max(0.0, dataset.create_timestamp.timestamp() - last_built),
-        "automation runs": len(automation),
-        "release run queued and launched": dataset.start_time - dataset.create_timestamp.timestamp(),
-        "release run": releasing,
-        "waiting beyond the builds": total - building - releasing,
-    }
-    return figures, dataset.dagster_run.run_id
+def latency(instance, landed: float, released: float, scan_keys: set[str]):
+    return latency_split(instance, landed, released, scan_keys, job_name="scan_job_celery")
 
 
 def report(what: str, figures: dict[str, float | int]) -> None:
-    print(f"latency, {what}: " + "; ".join(f"{name} {value:.1f} s" if isinstance(value, float) else f"{name} {value}"
-                                          for name, value in figures.items()))
+    print(describe(what, figures))
 
 
 def test_sensors_and_automation_on_celery_exclude_a_broken_scan_and_restore_it(tmp_path, scans, deployment,

@@ -330,14 +330,15 @@ register(
 )
 
 
-# --- scale-out (target owned by deploy/scaling_bench.py; imported only when run: it needs Dagster) -------------
+# --- scale-out and the demo instance's latency (targets owned by deploy/scaling_bench.py and deploy/latency_bench.py;
+# imported only when run: they need Dagster) ---------------------------------------------------------------------
 
 
-def _scaling(attribute: str):
+def _deploy(module: str, attribute: str):
     def call(*args):
-        from deploy import scaling_bench
+        import importlib
 
-        return getattr(scaling_bench, attribute)(*args)
+        return getattr(importlib.import_module(f"deploy.{module}"), attribute)(*args)
 
     return call
 
@@ -346,9 +347,20 @@ register(
     "scaling",
     Bench(
         help="per-scan phase: serial vs --workers N vs 1 and 2 Celery workers on a loopback deployment",
-        add_arguments=_scaling("add_arguments"),
-        run=_scaling("run_scaling_bench"),
-        format=_scaling("format_result"),
+        add_arguments=_deploy("scaling_bench", "add_arguments"),
+        run=_deploy("scaling_bench", "run_scaling_bench"),
+        format=_deploy("scaling_bench", "format_result"),
+    ),
+)
+
+register(
+    "latency",
+    Bench(
+        help="the demo instance under dagster-daemon: seconds from a new scan, and from a verdicts edit, to the "
+             "release, split into building and waiting",
+        add_arguments=_deploy("latency_bench", "add_arguments"),
+        run=_deploy("latency_bench", "run_latency_bench"),
+        format=_deploy("latency_bench", "format_result"),
     ),
 )
 

@@ -6,7 +6,11 @@ materialization attempt succeeded (``get_materialized_partitions`` and
 ``get_latest_asset_partition_materialization_attempts_without_materializations``,
 the two queries behind the UI's partition status), and whether the latest
 evaluation of each per-scan blocking check passed
-(``get_asset_check_partition_info``). Each query covers all partitions of one
+(``get_asset_check_partition_info``), and whether its tables belong together:
+each one made after every per-scan table it reads (``get_latest_storage_id_by_partition``)
+and by the code version the code location now gives its asset (the
+``dagster/code_version`` tag of its latest materialization,
+``get_latest_tags_by_partition``). Each query covers all partitions of one
 asset or check at once, so the cost does not grow with runs per scan.
 
 Whoever launched the runs — ``scan2qa build``, the UI, a backfill, a sensor,
@@ -17,7 +21,7 @@ instance counts as never attempted.
 """
 
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import lru_cache
 
 import dagster as dg
@@ -34,6 +38,7 @@ from pipeline.release.membership import (
     FAILED,
     IN_PROGRESS,
     NOT_BUILT,
+    STALE,
     ScanState,
     membership_table,
     state_counts,
@@ -41,6 +46,8 @@ from pipeline.release.membership import (
 )
 
 PER_SCAN_MODULES = (scene, frames, visibility, qa, pinpoint)
+CODE_VERSION_TAG = "dagster/code_version"  # the tag Dagster stamps on each materialization
+ID_PAGE = 1000  # materialization records fetched per call
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 
 
@@ -70,8 +77,12 @@ def scan_states(
     keys: Sequence[str],
     asset_keys: Sequence[dg.AssetKey],
     check_keys: Sequence[dg.AssetCheckKey],
+    parents: Mapping[dg.AssetKey, Collection[dg.AssetKey]] | None = None,
+    code_versions: Mapping[dg.AssetKey, str | None] | None = None,
 ) -> list[ScanState]:
-    """One state per partition key: every per-scan asset built by its latest attempt and every check passed."""
+    """One state per partition key: every per-scan asset built by its latest attempt and every check passed, and
+    (given ``parents``, each asset's per-scan inputs, and ``code_versions``, the versions the code location now
+    defines) every table made after its inputs and by its asset's current code version."""
     wanted = set(keys)
     per_key: dict[str, list[str]] = {key: [] for key in keys}
     failed_runs: dict[str, str] = {}  # partition -> the run whose failure left it unbuilt
@@ -100,9 +111,10 @@ def scan_states(
             else:
                 per_key[key].append(IN_PROGRESS)
     check_errors = _failed_checks(instance, keys, check_keys, failed_runs)
+    stale = stale_tables(instance, keys, asset_keys, parents or {}, code_versions or {})
     states = []
     for key in keys:
-        state = worst(per_key[key] + ([CHECKS_FAILED] if key in check_errors else []))
+        state = worst(per_key[key] + ([CHECKS_FAILED] if key in check_errors else []) + ([STALE] if key in stale else []))
         if state == CHECKS_FAILED:
             error = "expectations failed: " + "; ".join(sorted(set(check_errors[key])))
         elif state == FAILED:
@@ -111,10 +123,67 @@ def scan_states(
             error = "a run of this scan was still in progress when the release was decided"
         elif state == NOT_BUILT:
             error = "registered but never built"
+        elif state == STALE:
+            error = stale[key] + "; materialize every asset of this partition again"
         else:
             error = ""
         states.append(ScanState(key, state, error))
     return states
+
+
+def stale_tables(
+    instance: dg.DagsterInstance,
+    keys: Sequence[str],
+    asset_keys: Sequence[dg.AssetKey],
+    parents: Mapping[dg.AssetKey, Collection[dg.AssetKey]],
+    code_versions: Mapping[dg.AssetKey, str | None],
+) -> dict[str, str]:
+    """Partition -> why its tables do not belong together, for partitions where they do not.
+
+    A table made before one of its inputs was made again holds answers of the input's previous build; one made by
+    another code version (code, or run config, changed since: ``assets.catalog``) holds answers the current code
+    would not give. A materialization without a code version (reported from outside a run) is not judged by it.
+    """
+    from dagster._core.events import DagsterEventType
+
+    storage = instance.event_log_storage
+    wanted = set(keys)
+    made = {ak: storage.get_latest_storage_id_by_partition(ak, DagsterEventType.ASSET_MATERIALIZATION)
+            for ak in asset_keys}
+    found: dict[str, str] = {}
+    for asset_key in asset_keys:
+        name = asset_key.to_user_string()
+        for parent in sorted(parents.get(asset_key, ()), key=lambda k: k.to_user_string()):
+            if parent not in made:
+                continue
+            for key, storage_id in made[asset_key].items():
+                if key in wanted and key not in found and made[parent].get(key, -1) > storage_id:
+                    found[key] = f"{name} was built before its input {parent.to_user_string()} was built again"
+        current = code_versions.get(asset_key)
+        if current is None:
+            continue
+        ids = {storage_id: key for key, storage_id in made[asset_key].items() if key in wanted and key not in found}
+        for key, version in _code_versions(instance, asset_key, ids).items():
+            if key not in found and version and version != current:
+                found[key] = (f"{name} was built by code version {version}, the code location now gives {current} "
+                              "(its code or the run config it reads changed)")
+    return found
+
+
+def _code_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, ids: Mapping[int, str]) -> dict[str, str]:
+    """Partition -> the code version tag of the materialization ``ids`` names for it (storage id -> partition):
+    the tag is not among those the event log indexes by partition, so the records are fetched by id, in pages."""
+    found: dict[str, str] = {}
+    ordered = sorted(ids)
+    for start in range(0, len(ordered), ID_PAGE):
+        page = ordered[start : start + ID_PAGE]
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=asset_key, storage_ids=page), limit=len(page)
+        ).records
+        for record in records:
+            made = record.asset_materialization  # None for one reported from outside a run
+            found[ids[record.storage_id]] = (made.tags or {}).get(CODE_VERSION_TAG, "") if made else ""
+    return found
 
 
 def _failed_checks(
@@ -172,6 +241,15 @@ def _run_statuses(instance: dg.DagsterInstance, run_ids: set[str]) -> dict[str, 
     return found
 
 
+def per_scan_lineage(asset_graph) -> tuple[dict, dict]:
+    """Each per-scan asset's per-scan inputs and the code version the loaded code location gives it (the run's
+    own definitions: the versions cover the run config of the deployment, ``assets.catalog.with_config_versions``)."""
+    scan_assets = set(per_scan_asset_keys())
+    parents = {key: frozenset(asset_graph.get(key).parent_keys & scan_assets) for key in scan_assets}
+    versions = {key: asset_graph.get(key).code_version for key in scan_assets}
+    return parents, versions
+
+
 @dg.asset(
     deps=[dg.AssetDep(key, partition_mapping=dg.AllPartitionMapping()) for key in per_scan_asset_keys()],
     group_name="release",
@@ -183,7 +261,8 @@ def _run_statuses(instance: dg.DagsterInstance, run_ids: set[str]) -> dict[str, 
 def scan_membership(context: dg.AssetExecutionContext) -> pl.DataFrame:
     instance = context.instance
     keys = sorted(instance.get_dynamic_partitions(scan_partitions.name))
-    states = scan_states(instance, keys, per_scan_asset_keys(), per_scan_check_keys())
+    parents, versions = per_scan_lineage(context.job_def.asset_layer.asset_graph)
+    states = scan_states(instance, keys, per_scan_asset_keys(), per_scan_check_keys(), parents, versions)
     table = membership_table(states)
     for state in states:
         if state.state != BUILT:
@@ -197,6 +276,11 @@ def record_built_elsewhere(instance: dg.DagsterInstance, keys: Sequence[str]) ->
     """Record every per-scan asset of ``keys`` as materialized, for tables written without a run of them
     (``scan2qa bench dataset``'s replicas of built scans, tests that write tables directly), so that
     membership holds them as the instance would after a build."""
-    for asset_key in per_scan_asset_keys():
-        for key in keys:
-            instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=asset_key, partition=key))
+    parents = {key: {dep.asset_key for dep in spec.deps} for a in per_scan_definitions() for spec in a.specs
+               for key in [spec.key]}
+    done: set[dg.AssetKey] = set()
+    while len(done) < len(parents):  # inputs first, so no table looks older than an input it was built from
+        for asset_key in sorted(k for k, ps in parents.items() if k not in done and ps & parents.keys() <= done):
+            for key in keys:
+                instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=asset_key, partition=key))
+            done.add(asset_key)

@@ -171,12 +171,16 @@ def run_latency_bench(args: argparse.Namespace) -> dict:
         scans.mkdir(parents=True)
         for folder in folders[:-1]:
             shutil.copytree(folder, scans / folder.name)
+        for root_file in (p for p in staging.iterdir() if p.is_file()):  # the label map the scans' labels name
+            shutil.copy2(root_file, scans / root_file.name)
         new_folder = folders[-1]
         new_key = f"synthetic/{new_folder.name}"
         write_demo_instance(work / "home", default_max_runs())
         say(f"scan2qa build of {args.scans} scans into the demo instance (as make demo)")
-        subprocess.run([sys.executable, "-m", "pipeline.cli", "build"], check=True, cwd=REPO, env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        built = subprocess.run([sys.executable, "-m", "pipeline.cli", "build"], cwd=REPO, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if built.returncode != 0:
+            raise RuntimeError("the first scan2qa build failed:\n" + built.stdout[-3000:])
         releases = Releases(work / "out")
         before = releases.latest()
         log = work / "daemon.log"

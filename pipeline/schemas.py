@@ -229,7 +229,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     "scan_membership": pa.schema(
         [
             ("key", _str),  # "{dataset}/{scene_id}"
-            ("state", _str),  # built | failed | checks_failed | in_progress | not_built
+            ("state", _str),  # built | failed | checks_failed | in_progress | not_built | stale
             ("error", _str),  # one line: why the scan is not in the release ("" when built)
         ]
     ),

@@ -12,6 +12,7 @@ from pipeline.release.membership import (
     FAILED,
     IN_PROGRESS,
     NOT_BUILT,
+    STALE,
     ScanState,
     built_keys,
     membership_table,
@@ -104,3 +105,52 @@ def test_a_check_that_failed_without_a_failed_downstream_still_excludes_the_scan
                 raise_on_error=False, resources={"io_manager": dg.mem_io_manager})
     found = states(instance)["d/ok"]
     assert found.state == CHECKS_FAILED and found.error == "expectations failed: tables (a rule)", found
+
+
+def lineage_states(instance, code_versions=None) -> dict[str, ScanState]:
+    keys = sorted(instance.get_dynamic_partitions("scans"))
+    parents = {dg.AssetKey("tables"): frozenset(), dg.AssetKey("questions"): frozenset({dg.AssetKey("tables")})}
+    return {s.key: s for s in scan_states(instance, keys, ASSETS, CHECKS, parents, code_versions or {})}
+
+
+def test_a_table_older_than_its_rebuilt_input_is_stale(instance):
+    """``tables`` rerun alone (from its asset page): ``questions`` still holds answers of the old ``tables``."""
+    from dagster import materialize
+
+    assert run(instance, "d/ok") and run(instance, "d/check")
+    assert materialize([tables, questions], selection=[tables], instance=instance, partition_key="d/ok",
+                       resources={"io_manager": dg.mem_io_manager}).success
+    found = lineage_states(instance)
+    assert found["d/ok"].state == STALE, found["d/ok"]
+    assert found["d/ok"].error.startswith("questions was built before its input tables was built again"), found["d/ok"]
+    assert found["d/check"].state == BUILT
+    assert built_keys(membership_table(list(found.values()))) == ["d/check"]
+    assert run(instance, "d/ok")  # the whole partition built again: its tables belong together
+    assert lineage_states(instance)["d/ok"].state == BUILT
+
+
+def test_a_table_built_by_other_code_or_config_is_stale(instance):
+    """Materializations record their asset's code version: a code location that now gives "v2" (a threshold
+    changed) finds the scans built by "v1" stale; one reported from outside a run records none and is not judged."""
+
+    @dg.asset(partitions_def=parts, code_version="v1", name="tables")
+    def tables_v1(context):
+        return 1
+
+    for key in ("d/ok", "d/check"):
+        assert dg.materialize([tables_v1, questions], instance=instance, partition_key=key,
+                              resources={"io_manager": dg.mem_io_manager}).success
+    for asset_key in ASSETS:  # tables written without a run of them (assets.membership.record_built_elsewhere)
+        instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=asset_key, partition="d/never"))
+    same = lineage_states(instance, {dg.AssetKey("tables"): "v1"})
+    assert {k for k, s in same.items() if s.state == BUILT} == {"d/ok", "d/check", "d/never"}, same
+    changed = lineage_states(instance, {dg.AssetKey("tables"): "v2"})
+    assert changed["d/never"].state == BUILT, changed  # nothing recorded, nothing to judge
+    assert changed["d/check"].state == STALE
+    assert "tables was built by code version v1, the code location now gives v2" in changed["d/check"].error
+
+
+def test_stale_loses_to_every_state_that_explains_more():
+    assert worst([BUILT, STALE]) == STALE
+    assert worst([STALE, NOT_BUILT]) == NOT_BUILT
+    assert worst([STALE, FAILED]) == FAILED

@@ -104,3 +104,20 @@ def test_release_reads_only_the_scans_membership_says_were_built(tmp_path):
         "failed_scans": [{"key": "a/1", "state": "failed", "error": "a/1: mesh.ply: truncated"}],
         "skipped_folders": ["x: not a scan"],
     }
+
+
+def test_no_built_scan_publishes_nothing(tmp_path):
+    """Every registered scan failed or is stale: the release step stops, naming the states, and the previous
+    release stays latest (a release of no scan would replace a good one with nothing)."""
+    from pipeline.config import Config
+    from pipeline.release.build import ReleaseBlocked, build_release
+    from pipeline.release.membership import ScanState, membership_table
+    from tests.test_quality_gate import _tables
+
+    config = Config(output_root=str(tmp_path / "out"))
+    good = build_release(config, tables=_tables())
+    membership = membership_table([ScanState("a/1", "stale", "visibility was built again"),
+                                   ScanState("b/2", "failed", "b/2: mesh.ply: truncated")])
+    with pytest.raises(ReleaseBlocked, match=r"no scan may be released \(1 failed, 1 stale\): nothing published"):
+        build_release(config, membership=membership)
+    assert latest_release(tmp_path / "out" / "releases") == good.release.version

@@ -26,7 +26,7 @@ from pipeline.release.atomic import (
     write_release,
 )
 from pipeline.release.churn import previous_release_qa
-from pipeline.release.membership import built_keys, excluded_scans
+from pipeline.release.membership import built_keys, excluded_scans, state_counts
 from pipeline.release.verdicts import (
     apply_verdicts, outcome_checks, read_verdicts, rejection_filter, release_verdict_outcomes,
 )
@@ -164,6 +164,10 @@ def build_release(
     if local:  # a build killed while staging left its folder: the next build removes it, whatever it decides
         remove_abandoned_staging(Path(out_root.path) / "releases")
     keys = built_keys(membership) if membership is not None else None
+    if membership is not None and not keys:  # a release of no scan would replace a good one with nothing
+        states = ", ".join(f"{n} {state}" for state, n in state_counts(membership).items()) or "none registered"
+        raise ReleaseBlocked(f"no scan may be released ({states}): nothing published, latest unchanged",
+                             {"success": False, "results": []})
     # The qa table is gigabytes at 10,000 scans: unless samplers need it whole, only its narrow columns are held
     # (``narrow_qa``) and its full rows are streamed a row group at a time to the gate, the release and the report.
     streamed = qa_file(config) if tables is None and not config.samplers else None

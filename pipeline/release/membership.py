@@ -8,7 +8,11 @@ what a state means for the release, so the rule is the same on every path and
 can be tested without Dagster. A scan whose latest run failed is left out even
 though an earlier build left its tables behind: its tables may be half from
 the old run and half from the new one, so "keep the last good tables" is not
-offered.
+offered. For the same reason a scan whose tables all built but do not belong
+together is left out as ``stale``: a table older than one of its inputs (a
+partition's upstream asset rerun alone from the UI), or one built by other code
+or config than the code location now defines (a threshold changed since), would
+ship questions that no build of the current code makes.
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ FAILED = "failed"
 CHECKS_FAILED = "checks_failed"
 IN_PROGRESS = "in_progress"
 NOT_BUILT = "not_built"
-STATES = (BUILT, FAILED, CHECKS_FAILED, IN_PROGRESS, NOT_BUILT)
+STALE = "stale"
+STATES = (BUILT, FAILED, CHECKS_FAILED, IN_PROGRESS, NOT_BUILT, STALE)
 
 # When a scan's tables disagree, the state that explains the most wins: a run still going says the scan is not
-# settled; a failed check names the rule; a failed step names the file; a table never built says nothing more.
-_PRECEDENCE = (IN_PROGRESS, CHECKS_FAILED, FAILED, NOT_BUILT, BUILT)
+# settled; a failed check names the rule; a failed step names the file; a table never built says nothing more; a
+# stale table is one that did build, so any of those explains more.
+_PRECEDENCE = (IN_PROGRESS, CHECKS_FAILED, FAILED, NOT_BUILT, STALE, BUILT)
 
 
 @dataclass(frozen=True)

@@ -252,13 +252,20 @@ def build_instance():
         shutil.rmtree(home, ignore_errors=True)
 
 
-def register_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
-    from assets.partitions import scan_partitions
+def register_partitions(instance: dg.DagsterInstance, keys: list[str]) -> list[str]:
+    """Register the scans found and remove the partitions of scans no longer under the root (returned): a build
+    releases what is under ``--scans`` now, on a persistent instance (``make demo``'s) as on a temporary one.
+    A removed partition keeps its history: registered again, its runs and materializations count again."""
+    from assets.partitions import gone_from_root, scan_partitions
 
     existing = set(instance.get_dynamic_partitions(scan_partitions.name))
     missing = [key for key in keys if key not in existing]
     if missing:
         instance.add_dynamic_partitions(scan_partitions.name, missing)
+    gone = gone_from_root(existing, keys, complete=True)
+    for key in gone:
+        instance.delete_dynamic_partition(scan_partitions.name, key)
+    return gone
 
 
 def output_summary(config: Config) -> list[str]:
@@ -333,7 +340,11 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
     definitions = [*all_assets, *all_asset_checks]
     resources = default_resources(StorageResource.from_config(config, config_file), RunConfigResource.from_config(config))
     with build_instance() as instance:
-        register_partitions(instance, [key for key, _ in scans])
+        gone = register_partitions(instance, [key for key, _ in scans])
+        if gone:
+            print(f"{len(gone)} scan{'s' if len(gone) != 1 else ''} no longer under {config.scans_root}, left out of "
+                  f"the release (their partitions removed): {', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''}",
+                  flush=True)
         _build_in(instance, report, scans, definitions, resources, config, config_file, workers, dataset_wide)
     return report
 

@@ -29,8 +29,8 @@ import polars as pl
 
 from assets import frames, pinpoint, qa, scene, table_checks, visibility
 from assets.automation import dataset_automation
-from assets.catalog import table_asset
-from assets.partitions import scan_partitions
+from assets.catalog import OWNERS, table_asset
+from assets.partitions import REGISTERED_SCANS, registered_scans_version, scan_partitions
 from assets.run_errors import stored_failed_checks, stored_run_failure
 from pipeline.release.membership import (
     BUILT,
@@ -250,8 +250,30 @@ def per_scan_lineage(asset_graph) -> tuple[dict, dict]:
     return parents, versions
 
 
+@dg.multi_observable_source_asset(
+    specs=[
+        dg.AssetSpec(
+            REGISTERED_SCANS,
+            group_name="release",
+            description="the scan partitions registered in the instance; observed with a new version when a scan "
+            "whose folder left the scans root is removed (scan_discovery, scan2qa build), so the release follows",
+            kinds={"dagster"},
+            owners=list(OWNERS),
+            tags={"stage": "membership"},
+        )
+    ],
+)
+def registered_scans(context) -> dg.ObserveResult:
+    keys = context.instance.get_dynamic_partitions(scan_partitions.name)
+    return dg.ObserveResult(asset_key=REGISTERED_SCANS, data_version=dg.DataVersion(registered_scans_version(keys)),
+                            metadata={"dagster/row_count": len(keys)})
+
+
 @dg.asset(
-    deps=[dg.AssetDep(key, partition_mapping=dg.AllPartitionMapping()) for key in per_scan_asset_keys()],
+    deps=[
+        *(dg.AssetDep(key, partition_mapping=dg.AllPartitionMapping()) for key in per_scan_asset_keys()),
+        registered_scans,
+    ],
     group_name="release",
     description="every registered scan partition and whether the release may hold it (built, failed, "
     "checks_failed, in_progress, not_built), read from the Dagster instance",

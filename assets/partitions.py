@@ -10,7 +10,11 @@ scans root for it (``assets.scene.load_partition_scan``).
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
+
 import dagster as dg
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 scan_partitions = dg.DynamicPartitionsDefinition(name="scans")
 
@@ -19,3 +23,32 @@ SOURCE_TAG = "scan2qa/source"  # run tag: URI of the partition's scan folder, as
 # was requested; the ``scene`` step records it on the ``scans`` materialization, which is how ``scan_discovery``
 # recognises a scan that ``scan2qa build`` (``make demo``) already built from the same files.
 FINGERPRINT_TAG = "scan2qa/fingerprint"
+
+# The set of registered scans is an input of the release as much as any table: a scan whose folder left the scans
+# root has its partition removed (``scan_discovery``, ``scan2qa build``), which changes no table, so automation
+# would not follow. An observable source asset whose data version is the registered keys' hash makes the removal
+# an update of ``scan_membership``'s input, as a verdicts edit is of the release's.
+REGISTERED_SCANS = "registered_scans"
+
+
+def registered_scans_version(keys: Iterable[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:16]
+
+
+def registered_scans_observation(keys: Iterable[str], removed: Iterable[str] = ()) -> dg.AssetObservation:
+    keys, removed = sorted(keys), sorted(removed)
+    return dg.AssetObservation(
+        asset_key=REGISTERED_SCANS,
+        metadata={"dagster/row_count": len(keys), "removed": dg.MetadataValue.json(removed)},
+        tags={DATA_VERSION_TAG: registered_scans_version(keys)},
+    )
+
+
+def gone_from_root(registered: Iterable[str], found: Iterable[str], complete: bool) -> list[str]:
+    """Registered scans a complete listing of the scans root no longer finds. A listing cut short finds nothing
+    gone, and neither does one that finds no scan at all (an unmounted share or an emptied bucket prefix looks like
+    that: removing every partition on it is never what anyone meant)."""
+    found = set(found)
+    if not complete or not found:
+        return []
+    return sorted(set(registered) - found)

@@ -6,7 +6,9 @@ known ones in a rotation kept in the cursor (at most
 ``discovery.max_scans_per_tick`` scans or ``discovery.max_seconds_per_tick``
 seconds per tick, so a tick stays inside Dagster's evaluation limit however
 large the root is), and requests runs only for scans that are new or whose
-files changed. Run keys include the fingerprint and the cursor the evaluation
+files changed. A registered scan that a complete listing no longer finds (its
+folder removed) has its partition removed and the set of registered scans
+observed anew, so automation releases without it. Run keys include the fingerprint and the cursor the evaluation
 started from, so a re-evaluated tick never launches a duplicate and a scan whose
 files return to an earlier state still runs. A scan the cursor does not know yet
 (the first tick after ``make demo``, or a cursor reset) is not rebuilt when its
@@ -35,7 +37,13 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from assets.automation import AUTOMATION_INTERVAL, automation_sensor
 from assets.deployment import sensor_interval, sensor_scan_job, sensor_status
 from assets.jobs import dataset_wide_keys
-from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG, scan_partitions
+from assets.partitions import (
+    FINGERPRINT_TAG,
+    SOURCE_TAG,
+    gone_from_root,
+    registered_scans_observation,
+    scan_partitions,
+)
 from pipeline.scene.discovery import DiscoveryState, discovery_tick
 from resources.storage import StorageResource
 
@@ -60,6 +68,7 @@ def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource
     context.log.info(f"scan_discovery: {tick.summary()}")
     registered = set(context.instance.get_dynamic_partitions(scan_partitions.name))
     new_keys = [key for key, _ in tick.scans if key not in registered]
+    gone = gone_from_root(registered, [key for key, _ in tick.scans], tick.discovery_complete)
     built = [key for key, _, fingerprint in tick.changed
              if key in registered and built_fingerprint(context.instance, key) == fingerprint
              and latest_run_succeeded(context.instance, key)]
@@ -73,16 +82,20 @@ def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource
     cursor = tick.state.to_cursor()
     if built:
         context.log.info(f"scan_discovery: {len(built)} scans already built from these files: {', '.join(built[:5])}")
-    if not run_requests and not new_keys:
+    if not run_requests and not new_keys and not gone:
         already = f"; {len(built)} already built from the same files" if built else ""
         return dg.SensorResult(
             skip_reason=f"no new or changed scans under {config.scans_root}: {tick.summary()}{already}", cursor=cursor
         )
-    return dg.SensorResult(
-        run_requests=run_requests,
-        dynamic_partitions_requests=[scan_partitions.build_add_request(new_keys)] if new_keys else [],
-        cursor=cursor,
-    )
+    requests = [scan_partitions.build_add_request(new_keys)] if new_keys else []
+    events = []
+    if gone:  # their partitions go, and the observed set of registered scans tells automation to release again
+        context.log.info(f"scan_discovery: {len(gone)} scans no longer under {config.scans_root}, their partitions "
+                         f"removed (left out of the next release): {', '.join(gone[:5])}")
+        requests.append(scan_partitions.build_delete_request(gone))
+        events.append(registered_scans_observation((registered - set(gone)) | set(new_keys), gone))
+    return dg.SensorResult(run_requests=run_requests, dynamic_partitions_requests=requests, asset_events=events,
+                           cursor=cursor)
 
 
 def evaluation_id(cursor: str | None) -> str:

@@ -5,7 +5,8 @@ A real ``dagster-daemon`` on a scratch instance loads the code location
 ``scan_discovery`` and built; the automation condition sensor then builds the
 dataset-wide assets. Breaking one scan's mesh makes its rerun fail: the next
 automatic release leaves it out and names it, with its error, in the manifest
-and the report. Repairing it brings it back. Editing the verdicts file alone
+and the report. Repairing it brings it back; removing a scan folder takes it out
+of the next release. Editing the verdicts file alone
 (``verdicts_watch``) leads to a release that applies the verdict. Every step
 waits on the instance or the release pointer, never on a fixed sleep.
 """
@@ -195,6 +196,15 @@ def test_sensor_and_automation_alone_publish_exclude_and_restore(tmp_path, daemo
                      daemon, log)
             restored = release.latest()
             assert release.manifest(restored)["checks"]["excluded_scans"]["failed_scans"] == []
+
+            # 5. A scan folder leaves the root: its partition goes and the next automatic release leaves it out.
+            removed = "synthetic/synth0002_00"
+            shutil.move(tmp_path / "scans" / "synth0002_00", tmp_path / "withdrawn")
+            without = wait_for(lambda: (v := release.latest()) and removed not in release.scans(v) and v,
+                               "a release without the removed scan", 600, daemon, log)
+            assert release.scans(without) == release.scans(restored) - {removed}
+            assert release.manifest(without)["checks"]["excluded_scans"]["failed_scans"] == []
+            assert removed not in instance.get_dynamic_partitions("scans")
             # Nobody launched a run but the daemon: every run came from a sensor or automation.
             launched_by = {r.tags.get("dagster/sensor_name") for r in instance.get_runs()}
             assert launched_by <= {"scan_discovery", "dataset_automation"}, launched_by

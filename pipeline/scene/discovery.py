@@ -138,6 +138,7 @@ class _Listing:
     root_real: str = ""  # the scans root, resolved; links leaving it are refused unless allowed
     allow_outside: bool = False
     problems: list[str] = field(default_factory=list)  # one line per folder entry that was skipped
+    unlisted: int = 0  # folders that could not be listed: what they hold is unknown, not gone
 
     def skip(self, rel: str, problem: str) -> None:
         self.problems.append(f"{_printable(rel)}: {problem}")
@@ -190,6 +191,7 @@ def _subfolder_names(folder: UPath, rel: str = "", listing: _Listing | None = No
         return []
     except OSError as exc:  # unreadable folder (permissions, a loop): said, not fatal
         if listing is not None:
+            listing.unlisted += 1
             listing.skip(rel or ".", f"cannot be listed ({exc.strerror or type(exc).__name__}): skipped")
         return []
     return sorted(n for n in names if not n.startswith("."))
@@ -241,7 +243,7 @@ _END = object()
 @dataclass
 class _Walk:
     found: dict[str, str]  # key -> folder path relative to the root ("" when the root is the scan)
-    complete: bool  # False when the deadline stopped detection of some unknown folders
+    complete: bool  # False when the deadline stopped detection of some unknown folders, or a folder was unreadable
     problems: list[str] = field(default_factory=list)  # folders under the root not taken, one line each
 
 
@@ -320,7 +322,8 @@ def _walk(
         if any(d == rel or d.startswith(rel + "/") for d in deeper):
             why += f"; scans are looked for at most {MAX_DEPTH} folders below the root"
         listing.skip(rel, f"{why}: skipped")
-    return _Walk(found, complete, sorted(listing.problems))
+    # A folder that could not be listed leaves the walk incomplete too: the scans below it are not known to be gone.
+    return _Walk(found, complete and not listing.unlisted, sorted(listing.problems))
 
 
 def _join(base: UPath, rel: str) -> UPath:
@@ -546,7 +549,7 @@ class TickResult:
     max_scans: int
     max_seconds: float
     seconds: float
-    discovery_complete: bool  # False when the deadline left some new folders undetected until the next tick
+    discovery_complete: bool  # False when the deadline left some new folders undetected, or a folder unreadable
     state: DiscoveryState
     errors: list[str] = field(default_factory=list)  # scans whose folder could not be listed this tick
     skipped: list[str] = field(default_factory=list)  # folders under the root not taken, and why

@@ -1,0 +1,110 @@
+"""A scan whose folder left the scans root leaves the next release, on every path: the discovery sensor removes
+its partition and observes the registered scans anew (so automation releases again), ``scan2qa build`` removes it
+too; a listing that is cut short, unreadable or empty removes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import dagster as dg
+import pytest
+
+from assets.partitions import REGISTERED_SCANS, gone_from_root, registered_scans_version
+from assets.sensors import scan_discovery
+from pipeline.cli import main
+from tests.real_scans import write_scan
+from tests.test_discovery_sensor import LocalRoot, storage_for
+
+KEYS = [f"synthetic/synth{i:04d}_00" for i in range(3)]
+
+
+def tick(instance, storage, cursor=None) -> dg.SensorResult:
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"storage": storage})
+    return scan_discovery(context)
+
+
+def test_only_a_complete_listing_that_found_scans_removes_any():
+    assert gone_from_root({"a/1", "a/2"}, ["a/1"], complete=True) == ["a/2"]
+    assert gone_from_root({"a/1", "a/2"}, ["a/1"], complete=False) == []
+    assert gone_from_root({"a/1", "a/2"}, [], complete=True) == []  # an unmounted share lists nothing
+
+
+def test_sensor_removes_the_partition_of_a_scan_whose_folder_is_gone(tmp_path):
+    root = LocalRoot(tmp_path)
+    for i in range(3):
+        write_scan(tmp_path / "local", f"synth{i:04d}_00", frames=3)
+        root.add(tmp_path / "local" / f"synth{i:04d}_00", f"synth{i:04d}_00")
+    storage = storage_for(tmp_path, root, max_scans=10)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("scans", KEYS)
+        first = tick(instance, storage)
+        assert not first.dynamic_partitions_requests and not first.asset_events
+
+        shutil.rmtree(root.root / "synth0001_00")
+        result = tick(instance, storage, first.cursor)
+        [delete] = result.dynamic_partitions_requests
+        assert isinstance(delete, dg.DeleteDynamicPartitionsRequest) and list(delete.partition_keys) == [KEYS[1]]
+        [observed] = result.asset_events
+        assert observed.asset_key == dg.AssetKey(REGISTERED_SCANS)
+        assert observed.tags["dagster/data_version"] == registered_scans_version([KEYS[0], KEYS[2]])
+        assert result.run_requests == []
+
+
+def test_sensor_removes_nothing_when_a_folder_cannot_be_listed(tmp_path, monkeypatch):
+    root = LocalRoot(tmp_path)
+    write_scan(tmp_path / "local", "synth0000_00", frames=3)
+    root.add(tmp_path / "local" / "synth0000_00", "synth0000_00")
+    write_scan(tmp_path / "local", "synth0001_00", frames=3)
+    root.add(tmp_path / "local" / "synth0001_00", "synthetic/synth0001_00")
+    storage = storage_for(tmp_path, root, max_scans=10)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("scans", KEYS[:2])
+        first = tick(instance, storage)
+        # The dataset folder turns unreadable (permissions, a stale NFS handle); tests run as root, which reads any
+        # folder, so the refusal is the operating system's error raised where the listing asks for it.
+        scandir = os.scandir
+
+        def refusing(path):
+            if os.fspath(path).rstrip("/").endswith("/synthetic"):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return scandir(path)
+
+        monkeypatch.setattr(os, "scandir", refusing)
+        result = tick(instance, storage, first.cursor)
+        monkeypatch.setattr(os, "scandir", scandir)
+        assert not result.dynamic_partitions_requests and not result.asset_events
+        assert "cannot be listed" in result.skip_reason.skip_message
+
+
+def test_build_leaves_out_a_scan_removed_from_the_root_and_takes_it_back(tmp_path, monkeypatch, capsys):
+    """On a persistent instance (``make demo``'s) a build releases what is under --scans now."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    scans, out = tmp_path / "scans", tmp_path / "out"
+    assert main(["synth", "--out", str(scans), "--scenes", "2", "--frames", "8", "--seed", "0", "--workers", "1"]) == 0
+
+    def released() -> list[str]:
+        version = (out / "releases" / "LATEST").read_text().strip()
+        import polars as pl
+
+        return sorted(pl.read_parquet(out / "releases" / version / "tables" / "scans.parquet")["key"])
+
+    build = ["build", "--scans", str(scans), "--out", str(out), "--workers", "1"]
+    assert main(build) == 0
+    assert released() == KEYS[:2]
+    first = (out / "releases" / "LATEST").read_text().strip()
+    shutil.move(scans / "synth0001_00", tmp_path / "aside")
+    capsys.readouterr()
+    assert main(build) == 0
+    printed = capsys.readouterr().out
+    assert f"1 scan no longer under {scans}, left out of the release (their partitions removed): {KEYS[1]}" in printed
+    assert released() == KEYS[:1]
+    manifest = json.loads((out / "releases" / "latest" / "manifest.json").read_text())
+    assert manifest["checks"]["excluded_scans"]["failed_scans"] == []  # removed, not failed
+    shutil.move(tmp_path / "aside", scans / "synth0001_00")
+    assert main(build) == 0
+    assert "up to date: 2 of 2 scans" in capsys.readouterr().out  # its history came back with its partition
+    assert released() == KEYS[:2] and (out / "releases" / "LATEST").read_text().strip() == first

@@ -244,6 +244,13 @@ def table_out(table: str, module: str, description: str, **extra: Any) -> dg.Ass
     return dg.AssetOut(description=description, **table_asset(table, module), **extra)
 
 
+def observed_spec(key: str, module: str, kinds: set[str], description: str) -> dg.AssetSpec:
+    """The spec of an observable source asset (``multi_observable_source_asset``: ``observable_source_asset``
+    silently drops kinds and owners), in the release group."""
+    return dg.AssetSpec(key, group_name="release", description=description, kinds=set(kinds), owners=list(OWNERS),
+                        tags={"stage": _stage(module)})
+
+
 def file_asset(module: str, kinds: set[str]) -> dict[str, Any]:
     """Keyword arguments for an asset whose output is files rather than a table (videos, the release)."""
     return {"kinds": set(kinds), "owners": list(OWNERS), "tags": {"stage": _stage(module)},

@@ -29,7 +29,7 @@ import polars as pl
 
 from assets import frames, pinpoint, qa, scene, table_checks, visibility
 from assets.automation import dataset_automation
-from assets.catalog import OWNERS, table_asset
+from assets.catalog import observed_spec, table_asset
 from assets.partitions import REGISTERED_SCANS, registered_scans_version, scan_partitions
 from assets.run_errors import stored_failed_checks, stored_run_failure
 from pipeline.release.membership import (
@@ -252,14 +252,10 @@ def per_scan_lineage(asset_graph) -> tuple[dict, dict]:
 
 @dg.multi_observable_source_asset(
     specs=[
-        dg.AssetSpec(
-            REGISTERED_SCANS,
-            group_name="release",
-            description="the scan partitions registered in the instance; observed with a new version when a scan "
-            "whose folder left the scans root is removed (scan_discovery, scan2qa build), so the release follows",
-            kinds={"dagster"},
-            owners=list(OWNERS),
-            tags={"stage": "membership"},
+        observed_spec(
+            REGISTERED_SCANS, __name__, {"dagster"},
+            "the scan partitions registered in the instance; observed with a new version when a scan whose folder "
+            "left the scans root is removed (scan_discovery, scan2qa build), so the release follows",
         )
     ],
 )

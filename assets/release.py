@@ -14,23 +14,18 @@ import dagster as dg
 import polars as pl
 
 from assets.automation import dataset_automation
-from assets.catalog import OWNERS, file_asset, link_value, path_value
+from assets.catalog import file_asset, link_value, observed_spec, path_value
 from assets.step_config import step_config
 from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
 
-# An AssetSpec carries kinds and owners to the catalog; ``observable_source_asset`` silently drops both.
 @dg.multi_observable_source_asset(
     specs=[
-        dg.AssetSpec(
-            "reviewer_verdicts",
-            group_name="release",
-            description="reviewer verdicts CSV (qa_id, verdict, note, reviewer); observed when it changes "
+        observed_spec(
+            "reviewer_verdicts", __name__, {"csv"},
+            "reviewer verdicts CSV (qa_id, verdict, note, reviewer); observed when it changes "
             "(verdicts_watch) and by scan2qa build before each release",
-            kinds={"csv"},
-            owners=list(OWNERS),
-            tags={"stage": "release"},
         )
     ],
 )

@@ -6,7 +6,8 @@ A real ``dagster-daemon`` on a scratch instance loads the code location
 dataset-wide assets. Breaking one scan's mesh makes its rerun fail: the next
 automatic release leaves it out and names it, with its error, in the manifest
 and the report. Repairing it brings it back; removing a scan folder takes it out
-of the next release. Editing the verdicts file alone
+of the next release; one asset of a partition rebuilt alone has the tables read from it rebuilt by
+automation before the next release. Editing the verdicts file alone
 (``verdicts_watch``) leads to a release that applies the verdict. Every step
 waits on the instance or the release pointer, never on a fixed sleep.
 """
@@ -205,8 +206,27 @@ def test_sensor_and_automation_alone_publish_exclude_and_restore(tmp_path, daemo
             assert release.scans(without) == release.scans(restored) - {removed}
             assert release.manifest(without)["checks"]["excluded_scans"]["failed_scans"] == []
             assert removed not in instance.get_dynamic_partitions("scans")
-            # Nobody launched a run but the daemon: every run came from a sensor or automation.
-            launched_by = {r.tags.get("dagster/sensor_name") for r in instance.get_runs()}
+
+            # 6. One asset of a partition rebuilt alone (as from its asset page): automation rebuilds the tables
+            # read from it, then releases the scan again (never as stale in between).
+            healed = "synthetic/synth0000_00"
+            for name, value in daemon_env.items():
+                monkeypatch.setenv(name, value)
+            from assets.definitions import defs
+
+            moment = time.time()
+            alone = defs.get_job_def("scan_job").execute_in_process(
+                instance=instance, partition_key=healed, asset_selection=[dg.AssetKey("visibility")])
+            assert alone.success
+            after = wait_for(new_release_after(release, without, moment), "a release after the partial rerun",
+                             600, daemon, log)
+            assert release.manifest(after)["checks"]["excluded_scans"]["failed_scans"] == []
+            assert release.scans(after) == release.scans(without)
+            heals = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": healed,
+                                                                  "dagster/sensor_name": "dataset_automation"}))
+            assert heals and heals[0].status == dg.DagsterRunStatus.SUCCESS, [r.status for r in heals]
+            # Nobody launched a run but the daemon (and the test, once): every run came from a sensor or automation.
+            launched_by = {r.tags.get("dagster/sensor_name") for r in instance.get_runs() if r.run_id != alone.run_id}
             assert launched_by <= {"scan_discovery", "dataset_automation"}, launched_by
     finally:
         stop_process_group(daemon, timeout=60)

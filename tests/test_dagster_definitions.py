@@ -110,20 +110,16 @@ def test_definition_modules_import_no_readers(module_name):
 
 def test_every_dataset_wide_asset_follows_upstream_changes_by_automation():
     """No sensor of ours decides when a release is rebuilt: each dataset-wide asset has the automation
-    condition, waiting for the per-scan tables that heal an input rebuilt alone (every per-scan asset but the
-    scene step's, which reads the scan itself), and the automation sensor (interval from
-    SCAN2QA_SENSOR_INTERVAL) targets them."""
-    from assets.automation import dataset_automation, scan_healing
+    condition, and the automation sensor (interval from SCAN2QA_SENSOR_INTERVAL) targets them."""
+    from assets.automation import dataset_automation
     from assets.jobs import dataset_wide_keys
 
     graph = defs.resolve_asset_graph()
-    roots = {dg.AssetKey(k) for k in ("scans", "objects", "rooms", "frames")}
-    healed = sorted(set(per_scan_keys(all_assets)) - roots)
-    expected = dataset_automation(healed)
+    expected = dataset_automation()
     for key in dataset_wide_keys(all_assets):
         assert graph.get(key).automation_condition == expected, key
     for key in per_scan_keys(all_assets):
-        assert graph.get(key).automation_condition == (None if key in roots else scan_healing()), key
+        assert graph.get(key).automation_condition is None, key
     sensor = defs.resolve_sensor_def("dataset_automation")
     assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
     assert {s.name for s in defs.sensors} == {"scan_discovery", "verdicts_watch", "dataset_automation"}

@@ -26,8 +26,6 @@ keeps one dataset-wide run at a time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import dagster as dg
 
 from assets.deployment import automation_running, sensor_interval
@@ -35,7 +33,6 @@ from assets.run_policy import dataset_run_tags
 
 DATASET_TAGS = {"scan2qa/phase": "dataset"}
 AUTOMATION_INTERVAL = 30  # default seconds between evaluations
-DATASET_LABEL = "release follows any upstream change"
 
 
 # The dataset-wide tables; a dataset-wide step waits until those it reads exist (before the first scan is built
@@ -43,7 +40,7 @@ DATASET_LABEL = "release follows any upstream change"
 DATASET_TABLES = ("scan_membership", "pinpoint_qa", "qa", "qa_distribution_drops")
 
 
-def dataset_automation(healed: Sequence[dg.AssetKey] = ()) -> dg.AutomationCondition:
+def dataset_automation() -> dg.AutomationCondition:
     changed = (
         dg.AutomationCondition.any_deps_updated()
         | dg.AutomationCondition.any_deps_match(dg.AutomationCondition.execution_failed().newly_true())
@@ -59,51 +56,12 @@ def dataset_automation(healed: Sequence[dg.AssetKey] = ()) -> dg.AutomationCondi
     # conditions carries no timing to tell which came later), so it is remembered on its own until the next request
     # that nothing new accompanies.
     pending_after_request = (changed & requested).since((requested & ~changed) | start)
-    condition = (
+    return (
         (pending | pending_after_request)
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()
         & ~dg.AutomationCondition.any_deps_missing().allow(dg.AssetSelection.assets(*DATASET_TABLES))
-    )
-    if healed:
-        # A scan's tables healed in this very tick (``scan_healing``) are waited for like those in progress:
-        # released before they are built, the scan would be left out as stale, then put back by the next release.
-        condition = condition & ~dg.AutomationCondition.any_deps_match(
-            dg.AutomationCondition.will_be_requested()).allow(dg.AssetSelection.assets(*healed))
-    return condition.with_label(DATASET_LABEL)
-
-
-def scan_healing() -> dg.AutomationCondition:
-    """A per-scan table whose input partition was built again without it (one asset of a partition rematerialized
-    from its page) is built again too, so the scan's tables belong together again (``assets.membership`` leaves a
-    scan whose tables do not out of the release, as ``stale``). Dagster's ``eager`` without its "newly missing"
-    trigger: a scan run that failed halfway is not retried by automation (run retries decide that), and a
-    dependency updated by a run that also targeted this asset (every sensor, backfill and build run) is no
-    trigger."""
-    return (
-        dg.AutomationCondition.any_deps_updated().since_last_handled()
-        & ~dg.AutomationCondition.any_deps_missing()
-        & ~dg.AutomationCondition.any_deps_in_progress()
-        & ~dg.AutomationCondition.in_progress()
-    ).with_label("scan tables follow an input rebuilt alone")
-
-
-def with_scan_healing(assets: list, partitions_def: dg.PartitionsDefinition) -> list:
-    """The asset definitions with ``scan_healing`` on every per-scan asset that reads another per-scan asset, and
-    the dataset-wide ones (``dataset_automation``) waiting for those a tick requests."""
-    scan_keys = {spec.key for a in assets if isinstance(a, dg.AssetsDefinition) for spec in a.specs
-                 if spec.partitions_def == partitions_def}
-    healed = sorted(spec.key for a in assets if isinstance(a, dg.AssetsDefinition) for spec in a.specs
-                    if spec.key in scan_keys and any(dep.asset_key in scan_keys for dep in spec.deps))
-
-    def conditioned(spec: dg.AssetSpec) -> dg.AssetSpec:
-        if spec.key in healed:
-            return spec.replace_attributes(automation_condition=scan_healing())
-        if spec.automation_condition is not None and spec.automation_condition.get_label() == DATASET_LABEL:
-            return spec.replace_attributes(automation_condition=dataset_automation(healed))
-        return spec
-
-    return [a.map_asset_specs(conditioned) if isinstance(a, dg.AssetsDefinition) else a for a in assets]
+    ).with_label("release follows any upstream change")
 
 
 def automation_sensor() -> dg.AutomationConditionSensorDefinition:

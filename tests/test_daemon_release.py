@@ -6,8 +6,8 @@ A real ``dagster-daemon`` on a scratch instance loads the code location
 dataset-wide assets. Breaking one scan's mesh makes its rerun fail: the next
 automatic release leaves it out and names it, with its error, in the manifest
 and the report. Repairing it brings it back; removing a scan folder takes it out
-of the next release; one asset of a partition rebuilt alone has the tables read from it rebuilt by
-automation before the next release. Editing the verdicts file alone
+of the next release; one asset of a partition rebuilt alone leaves it out as stale until the whole
+partition is built again. Editing the verdicts file alone
 (``verdicts_watch``) leads to a release that applies the verdict. Every step
 waits on the instance or the release pointer, never on a fixed sleep.
 """
@@ -37,18 +37,26 @@ BROKEN = "synthetic/synth0001_00"  # the synthetic scans' keys
 INTERVAL = 5  # SCAN2QA_SENSOR_INTERVAL for this test
 
 
-# One asset of one partition materialized alone in a process of its own, as the UI's Materialize on an asset page
-# does (the code location's scan_job, the deployment's environment); prints the run id.
-RERUN_ALONE = """
+# A partition's scan_job run, of one asset (``sys.argv[2]``) or of all, in a process of its own with the
+# deployment's environment, as the UI's Materialize does; prints the run id.
+RERUN = """
 import sys
 import dagster as dg
 from assets.definitions import defs
 with dg.DagsterInstance.get() as instance:
-    result = defs.get_job_def("scan_job").execute_in_process(
-        instance=instance, partition_key=sys.argv[1], asset_selection=[dg.AssetKey(sys.argv[2])])
+    selection = [dg.AssetKey(name) for name in sys.argv[2:]] or None
+    result = defs.resolve_job_def("scan_job").execute_in_process(
+        instance=instance, partition_key=sys.argv[1], asset_selection=selection)
     assert result.success
     print(result.run_id)
 """
+
+
+def rerun(env: dict, key: str, *assets: str) -> str:
+    done = subprocess.run([sys.executable, "-c", RERUN, key, *assets], cwd=REPO, env=env, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1]
 
 
 def wait_for(predicate, what: str, timeout: float, daemon: subprocess.Popen, log: Path, poll: float = 1.0):
@@ -221,23 +229,28 @@ def test_sensor_and_automation_alone_publish_exclude_and_restore(tmp_path, daemo
             assert release.manifest(without)["checks"]["excluded_scans"]["failed_scans"] == []
             assert removed not in instance.get_dynamic_partitions("scans")
 
-            # 6. One asset of a partition rebuilt alone (as from its asset page): automation rebuilds the tables
-            # read from it, then releases the scan again (never as stale in between).
-            healed = "synthetic/synth0000_00"
+            # 6. One asset of a partition rebuilt alone (as from its asset page): the tables read from its old
+            # output no longer belong with it, so the next automatic release leaves the scan out as stale, naming
+            # the table; the whole partition built again, the next release holds it again.
+            rebuilt = "synthetic/synth0000_00"
             moment = time.time()
-            rerun = subprocess.run([sys.executable, "-c", RERUN_ALONE, healed, "visibility"], cwd=REPO,
-                                   env=daemon_env, capture_output=True, text=True)
-            assert rerun.returncode == 0, rerun.stdout[-2000:] + rerun.stderr[-2000:]
-            alone = rerun.stdout.strip().splitlines()[-1]
-            after = wait_for(new_release_after(release, without, moment), "a release after the partial rerun",
+            alone = rerun(daemon_env, rebuilt, "visibility")
+            stale = wait_for(new_release_after(release, without, moment), "a release after the partial rerun",
                              600, daemon, log)
-            assert release.manifest(after)["checks"]["excluded_scans"]["failed_scans"] == []
-            assert release.scans(after) == release.scans(without)
-            heals = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": healed,
-                                                                  "dagster/sensor_name": "dataset_automation"}))
-            assert heals and heals[0].status == dg.DagsterRunStatus.SUCCESS, [r.status for r in heals]
-            # Nobody launched a run but the daemon (and the test, once): every run came from a sensor or automation.
-            launched_by = {r.tags.get("dagster/sensor_name") for r in instance.get_runs() if r.run_id != alone}
+            [entry] = release.manifest(stale)["checks"]["excluded_scans"]["failed_scans"]
+            assert entry["key"] == rebuilt and entry["state"] == "stale", entry
+            assert "was built before its input visibility was built again" in entry["error"], entry
+            assert rebuilt not in release.scans(stale) and rebuilt in release.report(stale)
+            moment = time.time()
+            whole = rerun(daemon_env, rebuilt)
+            back = wait_for(new_release_after(release, stale, moment), "a release after the whole partition",
+                            600, daemon, log)
+            assert release.scans(back) == release.scans(without)
+            assert release.manifest(back)["checks"]["excluded_scans"]["failed_scans"] == []
+            # Nobody launched a run but the daemon and the test's two reruns: every other run came from a sensor or
+            # automation.
+            launched_by = {r.tags.get("dagster/sensor_name") for r in instance.get_runs()
+                           if r.run_id not in (alone, whole)}
             assert launched_by <= {"scan_discovery", "dataset_automation"}, launched_by
     finally:
         stop_process_group(daemon, timeout=60)

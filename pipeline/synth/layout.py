@@ -21,10 +21,10 @@ from pipeline.synth.boxes import Box, interpenetrates
 from pipeline.synth.furniture import BUILDERS, Part
 from pipeline.synth.groups import FILLERS, RECIPES, Group
 from pipeline.synth.rooms import RoomPlan, Shell
-from pipeline.synth.vocabulary import FURNITURE, SIGNATURE_PLACEMENTS, SMALL_OBJECTS
+from pipeline.synth.vocabulary import FURNITURE, SIGNATURE_PLACEMENTS, SMALL_OBJECTS, SMALL_SCALE, draw_size
 
 CAMERA_CLEARANCE = 0.35  # metres between the camera path and any furniture footprint or wall
-MIN_FURNITURE, MAX_FURNITURE = 10, 40
+MIN_FURNITURE, MAX_FURNITURE = 10, 60  # a 100 m² hall takes 60 floor-standing pieces (rows of chairs, desks)
 FURNITURE_PER_M2 = 0.8  # small rooms get at most this many pieces per m² of floor (a 7 m² bathroom is not a store room)
 MIN_FURNITURE_CAP = 6
 REPEAT_FULL_AREA = 40.0  # m²: a room this big may take a recipe's full repeat count (smaller ones proportionally fewer)
@@ -242,7 +242,7 @@ class _Furnisher:
 
     def _try_small(self, label: str, support: str, attempts: int = 25) -> bool:
         kind = SMALL_OBJECTS[label]
-        size = tuple(float(self.rng.uniform(*r)) for r in (kind.width, kind.depth, kind.height))
+        size = draw_size(self.rng, (kind.width, kind.depth, kind.height), SMALL_SCALE)
         if support == "floor":
             return self._try_floor_small(label, size, attempts)
         cands = self._candidates(support)

@@ -1,0 +1,72 @@
+"""Twenty synthetic scans meet ReVSI's bounds, as VSI-Bench's 288 scenes do (issue 25 item 5).
+
+The questions are made as a build makes them (scene tables, nested budgets, ray-cast visibility, the SPEC §3
+rule, every candidate per budget, then the dataset-wide filters, caps and answer-distribution control of
+``finalize_qa``), without the videos and the gate a build adds. ``scan2qa synth --scenes 20 --frames 100`` then
+``scan2qa build`` gives the same ``qa`` rows (README, "Synthetic scans").
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from pipeline.config import Config
+from pipeline.frames.budgets import frame_budgets, sample_frames
+from pipeline.qa import finalize_qa, generate_candidates
+from pipeline.qa.stats import compute_stats
+from pipeline.scene.tables import scene_tables
+from pipeline.synth.scene import generate_scene
+from pipeline.visibility.cast import compute_visibility, object_visibility
+
+SCANS = 20
+FRAMES = 100  # 10 s at 10 fps: budgets 16/32/64 and an all-frame sequence of 100
+# ReVSI's chance row (SPEC §8): the best constant answer of each numeric type may score at most this.
+NUMERIC_BOUNDS = {
+    "object_size_estimation": 0.174,
+    "room_size_estimation_multiple": 0.209,
+    "room_size_estimation_single": 0.209,
+    "object_abs_distance": 0.401,
+    "object_counting_single": 0.5,
+    "object_counting_multiple": 0.5,
+}
+COUNTING_COMPOSITE = 0.522
+BLIND_MARGIN = 0.05  # the blind (text-only) baseline within 5 points of chance on multiple choice
+
+
+@pytest.fixture(scope="module")
+def revsi_stats():
+    config = Config()
+    candidates = []
+    for index in range(SCANS):
+        parsed = generate_scene(config.seed, index, FRAMES).to_parsed_scan()
+        tables = scene_tables(parsed, config)
+        samples = sample_frames(tables["frames"], config)
+        visibility = compute_visibility(parsed.key, tables["frames"], parsed.mesh, config)
+        decided = object_visibility(parsed.key, visibility, samples, tables["objects"], None, config)
+        for budget in frame_budgets():
+            candidates.append(generate_candidates(
+                tables["objects"], tables["rooms"], decided, samples, None,
+                key=parsed.key, budget=budget, profile="revsi", config=config,
+            ))
+    drops: list[pl.DataFrame] = []
+    qa = finalize_qa(pl.concat(candidates), profile="revsi", seed=config.seed, drops=drops)
+    return compute_stats(qa, pl.concat(drops) if drops else None)
+
+
+@pytest.mark.slow  # 20 scans ray cast at 100 frames: a few minutes on 2 shared cores
+def test_twenty_synthetic_scans_meet_revsi_bounds(revsi_stats):
+    real = [t for t in revsi_stats["types"] if t["video_kind"] == "real"]
+    seen = set()
+    for entry in real:
+        question_type, budget = entry["question_type"], entry["budget"]
+        seen.add(question_type)
+        if question_type in NUMERIC_BOUNDS:
+            assert entry["best_constant_baseline"] <= NUMERIC_BOUNDS[question_type] + 1e-9, (budget, question_type, entry)
+        elif entry["blind_baseline"] is not None and entry["random_baseline"]:
+            assert abs(entry["blind_baseline"] - entry["random_baseline"]) <= BLIND_MARGIN + 1e-9, (budget, question_type, entry)
+    assert set(NUMERIC_BOUNDS) <= seen, sorted(seen)
+    composite = [t for t in revsi_stats["tasks"] if t["task"] == "object_counting" and t["video_kind"] == "real"]
+    assert len(composite) == len(frame_budgets())
+    for entry in composite:
+        assert entry["best_constant_baseline"] <= COUNTING_COMPOSITE + 1e-9, entry

@@ -1,9 +1,11 @@
 """Twenty synthetic scans meet ReVSI's bounds, as VSI-Bench's 288 scenes do (issue 25 item 5).
 
-The questions are made as a build makes them (scene tables, nested budgets, ray-cast visibility, the SPEC §3
-rule, every candidate per budget, then the dataset-wide filters, caps and answer-distribution control of
-``finalize_qa``), without the videos and the gate a build adds. ``scan2qa synth --scenes 20 --frames 100`` then
-``scan2qa build`` gives the same ``qa`` rows (README, "Synthetic scans").
+The questions are made as a build makes them: each scan written in ScanNet's layout and read back (so its rooms are
+derived from the mesh as for any ScanNet scan, where the in-memory scene would give its planned rooms), scene
+tables, nested budgets, ray-cast visibility, the SPEC §3 rule, every candidate per budget, then the dataset-wide
+filters, caps and answer-distribution control of ``finalize_qa``; without the videos and the gate a build adds.
+``scan2qa synth --scenes 20 --frames 100`` then ``scan2qa build`` gives the same revsi figures (README, "On 20
+synthetic scans").
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from pipeline.config import Config
 from pipeline.frames.budgets import frame_budgets, sample_frames
 from pipeline.qa import finalize_qa, generate_candidates
 from pipeline.qa.stats import compute_stats
+from pipeline.scene.readers import read_scan
 from pipeline.scene.tables import scene_tables
+from pipeline.synth.scannet_writer import write_scannet
 from pipeline.synth.scene import generate_scene
 from pipeline.visibility.cast import compute_visibility, object_visibility
 
@@ -35,11 +39,12 @@ BLIND_MARGIN = 0.05  # the blind (text-only) baseline within 5 points of chance 
 
 
 @pytest.fixture(scope="module")
-def revsi_stats():
+def revsi_stats(tmp_path_factory):
     config = Config()
+    root = tmp_path_factory.mktemp("scans")
     candidates = []
     for index in range(SCANS):
-        parsed = generate_scene(config.seed, index, FRAMES).to_parsed_scan()
+        parsed = read_scan(str(write_scannet(generate_scene(config.seed, index, FRAMES), root)), config)
         tables = scene_tables(parsed, config)
         samples = sample_frames(tables["frames"], config)
         visibility = compute_visibility(parsed.key, tables["frames"], parsed.mesh, config)

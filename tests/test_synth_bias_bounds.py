@@ -59,15 +59,17 @@ def revsi_stats(tmp_path_factory):
     return compute_stats(qa, pl.concat(drops) if drops else None)
 
 
-# Not met on 20 scans at 100 frames (README, "Synthetic scans"): 16 frames show too few repeated categories for
-# 20 spread counting-multiple questions (26 candidates, the relaxation allows 10.5), and the blind baseline of
-# closest-distance questions strays from chance by cross-validation over 20 scenes (16.2 at 64, 31.9 at all).
-# Strict: a generator that meets one of them makes this test fail until the entry goes.
+# Not met on 20 scans at 100 frames (README, "On 20 synthetic scans"): 16 frames show too few repeated categories
+# for 20 spread counting-multiple questions (24 candidates; under 20 kept the control keeps the type whole), which
+# lifts the composite too, and the blind baseline of the relative-distance questions strays from chance by
+# cross-validation over 20 scenes (closest 19.4 at 64 and 31.2 at all, farthest 30.6 at 64; the control leaves
+# these 160 whole). Strict: a generator that meets one of them makes this test fail until the entry goes.
 KNOWN_UNMET = {
     ("16", "object_counting_multiple"),
     ("16", "object_counting"),
     ("64", "object_rel_distance_closest"),
     ("all", "object_rel_distance_closest"),
+    ("64", "object_rel_distance_farthest"),
 }
 CHECKS = [(b, t) for b in frame_budgets() for t in (*NUMERIC_BOUNDS, "object_counting", "object_rel_distance_closest",
           "object_rel_distance_farthest", "object_rel_direction_forward_easy", "object_rel_direction_forward_hard",

@@ -21,7 +21,8 @@ SCHEMA = {"id": pl.String, "options": pl.List(pl.String), "geometry": pl.String,
 
 
 def _rooms(sample: int) -> pl.DataFrame:
-    """20 distinct room areas, log-uniform over 6-90 m² (as the synthetic generator draws them)."""
+    """20 distinct room areas drawn independently, log-uniform over 6-90 m² (as the synthetic generator drew them before
+    issue 25: independent draws cluster, which is what makes a share cap raise the mode)."""
     areas = np.round(np.exp(np.random.default_rng(sample).uniform(np.log(6), np.log(90), 20)), 1)
     return pl.DataFrame(
         [{"id": f"r{i:02d}", "options": [], "geometry": "{}", "answer_value": float(a), "ground_truth": f"{a:g}"}

@@ -86,8 +86,9 @@ def test_rendered_depth_back_projects_onto_the_mesh(scene):
     """Median distance to the mesh within 0.5 mm for the stored millimetre depth; the old +0.5 convention misses.
 
     The miss is measured by the mean: a half-pixel shift slides points along large flat walls and floors without
-    leaving them (scene 0 is a 48 m² room), so only edges and slanted surfaces show it and the median can stay
-    under a millimetre.
+    leaving them, so only edges and slanted surfaces show it and the median can stay under a millimetre; a frame
+    facing one wall shows less (0.27 mm in one of scene 0's three frames, a 9 m² kitchen), so the floor is on the
+    frames' mean and every frame must still miss by 100 times the float error.
     """
     renderer = FrameRenderer(scene)
     medians_float, medians_png, means_float, means_shifted = [], [], [], []
@@ -103,5 +104,6 @@ def test_rendered_depth_back_projects_onto_the_mesh(scene):
         means_shifted.append(_distances_to_mesh(scene, shifted).mean())
     assert max(medians_float) <= 1e-4, medians_float  # float32 ray casting only
     assert max(medians_png) <= 5e-4, medians_png
-    # Half a pixel off lands measurably off the mesh (0.47-1.3 mm on average here): the test can tell.
-    assert min(means_shifted) > 3e-4 and min(means_shifted) > 100 * max(means_float), (means_shifted, means_float)
+    # Half a pixel off lands measurably off the mesh (0.27-1.3 mm per frame here, 0.97 mm over the three): the test
+    # can tell.
+    assert np.mean(means_shifted) > 3e-4 and min(means_shifted) > 100 * max(means_float), (means_shifted, means_float)

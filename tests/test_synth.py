@@ -190,7 +190,7 @@ def test_furniture_counts_and_repeated_categories(scenes):
     for scene in scenes:
         pieces = [o for o in scene.objects if not o.small and not o.structural and o.label not in ("door", "window")]
         furniture = [o.label for o in pieces]
-        # Rooms down to 6 m² hold at most 0.8 floor-standing pieces per m² (at least 6); the rest get 10 to 40.
+        # Rooms down to 4.5 m² hold at most 0.8 floor-standing pieces per m² (at least 6); the rest get 10 to 60.
         # Pieces standing on others (a monitor on a desk, a lamp on a nightstand) take no floor and are not capped.
         standing = [o for o in pieces if o.support_relation != "on"]
         area = scene.rooms[0].polygon.area

@@ -30,7 +30,10 @@ PAN_SWEEP = math.radians(80)  # elsewhere it sweeps this far either side of the 
 WALK_LEAN = math.radians(70)  # how far a walking view may turn from the walking direction towards the room
 CELL = 2.6  # metres: a room is covered by look-around spots about this far apart
 MIN_CELL_AREA = 1.2  # m² of free floor a cell needs to get a spot
-MAX_SPOTS_PER_ROOM = 3
+MIN_SPOTS_PER_ROOM = 3
+SPOT_AREA = 6.0  # m²: a room gets a look-around spot per this much floor (at least 3), so a hall is walked through,
+# not seen from three spots (objects count as seen only when they fill 5% of a frame, SPEC §3)
+FRAMES_PER_SPOT = 10
 
 
 def _largest_polygon(geom) -> Polygon | None:
@@ -38,9 +41,10 @@ def _largest_polygon(geom) -> Polygon | None:
     return max(polys, key=lambda g: g.area) if polys else None
 
 
-def _waypoints(free: Polygon, rooms: list[RoomPlan]) -> list[tuple[np.ndarray, np.ndarray]]:
+def _waypoints(free: Polygon, rooms: list[RoomPlan], frames: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Look-around spots covering each room (where its free floor is widest, cell by cell), each with the room
-    centre it faces, ordered room by room along a nearest-neighbour tour."""
+    centre it faces, ordered room by room along a nearest-neighbour tour. A big room gets a spot per ``SPOT_AREA``
+    as far as ``frames`` allow (one per ``FRAMES_PER_SPOT``: a short video cannot walk a hall without jumping)."""
     out: list[tuple[np.ndarray, np.ndarray]] = []
     for room in rooms:
         piece = _largest_polygon(free.intersection(room.polygon))
@@ -60,13 +64,15 @@ def _waypoints(free: Polygon, rooms: list[RoomPlan]) -> list[tuple[np.ndarray, n
         if not spots:
             p = polylabel(piece, tolerance=0.02)
             spots = [(piece.area, np.array([p.x, p.y]))]
-        spots = [pt for _, pt in sorted(spots, key=lambda a: -a[0])[:MAX_SPOTS_PER_ROOM]]
+        most = max(MIN_SPOTS_PER_ROOM, min(math.ceil(room.polygon.area / SPOT_AREA), frames // FRAMES_PER_SPOT))
+        hall = len(spots) > MIN_SPOTS_PER_ROOM  # a big room: turn fully at each spot, the furniture is all around
+        spots = [pt for _, pt in sorted(spots, key=lambda a: -a[0])[:most]]
         start = out[-1][0] if out else spots[0]
         centre = np.array(room.polygon.centroid.coords[0])
         while spots:
             k = int(np.argmin([np.hypot(*(pt - start)) for pt in spots]))
             start = spots.pop(k)
-            out.append((start, centre))
+            out.append((start, start if hall else centre))  # facing its own spot: a full turn (``_pan_yaw``)
     return out
 
 
@@ -174,7 +180,7 @@ def camera_walk(free: Polygon, rooms: list[RoomPlan], frames: int, rng: np.rando
     """(frames, 4, 4) camera-to-world poses visiting and looking around every room."""
     frames = max(1, int(frames))
     free_safe = free.buffer(-1e-3)
-    spots = _waypoints(free_safe, rooms)
+    spots = _waypoints(free_safe, rooms, frames)
     if not spots:
         p = np.array(free_safe.representative_point().coords[0])
         spots = [(p, p)]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.synth.vocabulary import FURNITURE
+from pipeline.synth.vocabulary import FURNITURE, draw_size
 
 WALL_GAP = 0.01
 
@@ -40,7 +40,7 @@ GroupMaker = Callable[[np.random.Generator], Group]
 
 def sample_size(rng: np.random.Generator, label: str) -> tuple[float, float, float]:
     kind = FURNITURE[label]
-    return tuple(float(rng.uniform(*r)) for r in (kind.width, kind.depth, kind.height))  # type: ignore[return-value]
+    return draw_size(rng, (kind.width, kind.depth, kind.height))
 
 
 def _wall_item(label: str) -> Callable[[np.random.Generator], Group]:
@@ -92,8 +92,9 @@ def desk_group(rng: np.random.Generator) -> Group:
     members = [Member("desk", (dw, dd, dh), 0.0, dd / 2 + WALL_GAP)]
     ow, od, oh = sample_size(rng, "office chair")
     members.append(Member("office chair", (ow, od, oh), float(rng.uniform(-0.1, 0.1)), dd + WALL_GAP + 0.12 + od / 2, math.pi))
-    monitors = 2 if (dw > 1.35 and rng.random() < 0.4) else 1
     mw, md, mh = sample_size(rng, "monitor")
+    mw = min(mw, dw - 0.1)  # a monitor no wider than the desk it stands on
+    monitors = 2 if (2 * mw + 0.04 < dw - 0.1 and rng.random() < 0.4) else 1
     for k in range(monitors):
         x = 0.0 if monitors == 1 else (k - 0.5) * (mw + 0.04)
         members.append(Member("monitor", (mw, md, mh), x, WALL_GAP + 0.04 + md / 2, on=0))
@@ -162,6 +163,20 @@ def meeting_group(rng: np.random.Generator) -> Group:
     return Group(members, False)
 
 
+def chair_rows(rng: np.random.Generator) -> Group:
+    """Rows of chairs facing one way (a seminar room, a waiting area): 2-4 rows of 2-7, so a category can count 4 to
+    28 in one room, as real classrooms and offices do; a block that leaves no walkable path is not placed."""
+    rows, cols = int(rng.integers(2, 5)), int(rng.integers(2, 8))
+    cw, cd, ch = sample_size(rng, "chair")
+    pitch_x, pitch_y = cw + float(rng.uniform(0.08, 0.25)), cd + float(rng.uniform(0.4, 0.6))
+    members = [
+        Member("chair", (cw, cd, ch), (c - (cols - 1) / 2) * pitch_x, (r - (rows - 1) / 2) * pitch_y, math.pi)
+        for r in range(rows)
+        for c in range(cols)
+    ]
+    return Group(members, False)
+
+
 def counter_group(rng: np.random.Generator) -> Group:
     """A counter against the wall with one to four stools in front of it."""
     kw, kd, kh = sample_size(rng, "counter")
@@ -210,6 +225,7 @@ RECIPES: dict[str, list[tuple[GroupMaker, tuple[int, int], float]]] = {
         (_wall_item("lamp"), (1, 4), 0.6),
         (wall_row("cabinet", 1, 3), (1, 1), 0.5),
         (dining_group, (1, 1), 0.5),
+        (chair_rows, (1, 1), 0.3),
         (wall_row("chair", 2, 5), (1, 1), 0.3),
         (_wall_item("trash can"), (1, 2), 0.3),
     ],
@@ -221,6 +237,7 @@ RECIPES: dict[str, list[tuple[GroupMaker, tuple[int, int], float]]] = {
         (_wall_item("trash can"), (1, 4), 0.8),
         (wall_row("plant", 1, 3), (1, 2), 0.6),
         (meeting_group, (1, 1), 0.6),
+        (chair_rows, (1, 2), 0.5),
         (wall_row("chair", 2, 6), (1, 1), 0.4),
     ],
     "kitchen": [
@@ -247,7 +264,7 @@ RECIPES: dict[str, list[tuple[GroupMaker, tuple[int, int], float]]] = {
 FILLERS: dict[str, list[GroupMaker]] = {
     "bedroom": [wall_row("chair", 1, 3), wall_row("plant", 1, 4), wall_row("shelf", 1, 3), _wall_item("nightstand"), _wall_item("trash can"), _wall_item("lamp")],
     "living": [wall_row("chair", 1, 4), wall_row("plant", 1, 4), _wall_item("end table"), _free_item("armchair"), wall_row("shelf", 1, 3), _wall_item("lamp")],
-    "office": [wall_row("chair", 1, 5), _wall_item("trash can"), wall_row("plant", 1, 3), wall_row("cabinet", 1, 4), desk_group, wall_row("bookshelf", 1, 3)],
+    "office": [wall_row("chair", 1, 5), _wall_item("trash can"), wall_row("plant", 1, 3), wall_row("cabinet", 1, 4), desk_group, wall_row("bookshelf", 1, 3), chair_rows],
     "kitchen": [_free_item("stool"), wall_row("chair", 1, 3), _wall_item("trash can"), wall_row("plant", 1, 3), wall_row("cabinet", 1, 3)],
     "bathroom": [_wall_item("trash can"), wall_row("shelf", 1, 2), _wall_item("plant")],
 }

@@ -17,14 +17,14 @@ import numpy as np
 import shapely
 from shapely.geometry import Polygon
 
-from pipeline.synth.boxes import Box, interpenetrates
+from pipeline.synth.boxes import Box, interpenetrates, union_box
 from pipeline.synth.furniture import BUILDERS, Part
 from pipeline.synth.groups import FILLERS, RECIPES, Group
 from pipeline.synth.rooms import RoomPlan, Shell
-from pipeline.synth.vocabulary import FURNITURE, SIGNATURE_PLACEMENTS, SMALL_OBJECTS
+from pipeline.synth.vocabulary import FURNITURE, SIGNATURE_PLACEMENTS, SMALL_OBJECTS, SMALL_SCALE, draw_size
 
 CAMERA_CLEARANCE = 0.35  # metres between the camera path and any furniture footprint or wall
-MIN_FURNITURE, MAX_FURNITURE = 10, 40
+MIN_FURNITURE, MAX_FURNITURE = 10, 60  # a 100 m² hall takes 60 floor-standing pieces (rows of chairs, desks)
 FURNITURE_PER_M2 = 0.8  # small rooms get at most this many pieces per m² of floor (a 7 m² bathroom is not a store room)
 MIN_FURNITURE_CAP = 6
 REPEAT_FULL_AREA = 40.0  # m²: a room this big may take a recipe's full repeat count (smaller ones proportionally fewer)
@@ -110,6 +110,7 @@ class _Furnisher:
             self.objects.append(LaidObject(s.label, parts, s.yaw, s.room, structural=s.label in ("wall", "floor", "ceiling")))
         self.boxes: list[Box] = [b for o in self.objects for b in o.boxes]
         self.floor_footprints: list[Polygon] = []
+        self.object_boxes: list[Box] = []  # floor-standing pieces' own boxes (what a box-annotated dataset stores)
         self.items_on: dict[tuple[int, float], int] = {}  # (host object, surface height) -> small objects on it
         area_cap = max(MIN_FURNITURE_CAP, round(FURNITURE_PER_M2 * shell.scene_polygon.area))
         self.max_furniture = min(MAX_FURNITURE, area_cap)
@@ -152,6 +153,7 @@ class _Furnisher:
         placed: list[LaidObject] = []
         new_boxes: list[Box] = []
         new_floor: list[Polygon] = []
+        new_object_boxes: list[Box] = []
         inside = room.polygon.buffer(1e-6)
         for m in group.members:
             x = origin[0] + c * m.x - s * m.y
@@ -169,6 +171,14 @@ class _Furnisher:
             boxes = [p.box for p in parts]
             if any(interpenetrates(b, self.boxes + new_boxes) for b in boxes):
                 return False
+            if m.on is None:
+                # Parts may touch without sharing volume, yet a lamp's base under a table's edge puts each inside
+                # the other's box: ARKitScenes (labels by smallest box holding a triangle, ReVSI B.4) would read
+                # them differently from the other layouts, and no one stands furniture like that.
+                whole = union_box(boxes, yaw + m.yaw)
+                if any(interpenetrates(whole, [other]) for other in self.object_boxes + new_object_boxes):
+                    return False
+                new_object_boxes.append(whole)
             obj = LaidObject(m.label, parts, yaw + m.yaw, room.name, under_space=under)
             if m.on is not None:
                 obj.support = len(self.objects) + m.on
@@ -184,6 +194,7 @@ class _Furnisher:
         self.objects.extend(placed)
         self.boxes.extend(new_boxes)
         self.floor_footprints.extend(new_floor)
+        self.object_boxes.extend(new_object_boxes)
         return True
 
     def furnish(self) -> None:
@@ -242,7 +253,7 @@ class _Furnisher:
 
     def _try_small(self, label: str, support: str, attempts: int = 25) -> bool:
         kind = SMALL_OBJECTS[label]
-        size = tuple(float(self.rng.uniform(*r)) for r in (kind.width, kind.depth, kind.height))
+        size = draw_size(self.rng, (kind.width, kind.depth, kind.height), SMALL_SCALE)
         if support == "floor":
             return self._try_floor_small(label, size, attempts)
         cands = self._candidates(support)

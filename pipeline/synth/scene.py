@@ -22,7 +22,7 @@ from pipeline.synth.boxes import Box, mesh_box, parts_distance, union_box
 from pipeline.synth.camera import camera_walk
 from pipeline.synth.layout import Layout, furnish
 from pipeline.synth.lossless import quarter_turn, rigid_inverse, snap
-from pipeline.synth.rooms import build_shell
+from pipeline.synth.rooms import build_shell, scene_area
 from pipeline.synth.vocabulary import FURNITURE, SCENE_TYPES, SMALL_OBJECTS, STRUCTURAL_LABELS, STRUCTURE_COLORS
 
 WIDTH, HEIGHT = 640, 480
@@ -192,12 +192,21 @@ def _axis_alignment(rng: np.random.Generator) -> np.ndarray:
     return rigid_inverse(quarter_turn(rng, 4.0, (-0.1, 0.1)))
 
 
+def scene_layout(seed: int, scene_index: int) -> Layout:
+    """The furnished floor plan of a scene without its mesh or camera walk (cheap: what the spread tests read).
+
+    The target floor area comes from the scene's index, spread over all scenes of one seed (``rooms.scene_area``).
+    """
+    layout_rng = seeded_rng(seed, "synth", scene_id_for(scene_index), "layout")
+    area = scene_area(float(seeded_rng(seed, "synth", "area").random()), scene_index)
+    return furnish(build_shell(layout_rng, area), layout_rng)
+
+
 def generate_scene(seed: int, scene_index: int, frames: int = 300) -> SynthScene:
     """A furnished scene with a camera walk; same (seed, index, frames) gives the same scene."""
     scene_id = scene_id_for(scene_index)
-    layout_rng = seeded_rng(seed, "synth", scene_id, "layout")
-    shell = build_shell(layout_rng)
-    layout = furnish(shell, layout_rng)
+    layout = scene_layout(seed, scene_index)
+    shell = layout.shell
     objects, mesh, ranges, segments = _assemble(layout, seeded_rng(seed, "synth", scene_id, "colour"))
     walk = camera_walk(layout.free_space, shell.rooms, frames, seeded_rng(seed, "synth", scene_id, "camera"))
     walk[:, :3, 3] = snap(walk[:, :3, 3])

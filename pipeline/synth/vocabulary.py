@@ -1,17 +1,22 @@
 """What synthetic homes and offices are furnished with: categories, size ranges, colours, small objects.
 
 Sizes are (width along the object's x, depth along its y, height) ranges in
-metres, drawn uniformly per instance, so repeated categories differ a little as
-real furniture does. Small-object labels are copied from the PinpointQA
+metres, drawn per instance (log-uniformly: a range from a small to a large model
+of the category), so repeated categories differ as real furniture does and size
+answers do not crowd around a few values a constant guess could score on (issue 25). Small-object labels are copied from the PinpointQA
 small-object vocabulary (appendix A.2) so that generated scenes exercise that
 benchmark; each names the support kinds it may rest on.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numpy as np
+
 Range = tuple[float, float]
+SMALL_SCALE = (0.75, 1.4)  # a small object's whole size varies by this factor on top of its ranges (a bigger model)
 
 STRUCTURAL_LABELS = ("wall", "floor", "ceiling")
 
@@ -26,36 +31,36 @@ class FurnitureKind:
 
 
 FURNITURE: dict[str, FurnitureKind] = {
-    "bed": FurnitureKind((1.4, 1.8), (1.95, 2.15), (0.9, 1.15), (150, 120, 95), "bed"),
-    "nightstand": FurnitureKind((0.4, 0.55), (0.35, 0.45), (0.5, 0.62), (120, 85, 60), "nightstand"),
-    "sofa": FurnitureKind((1.8, 2.4), (0.85, 0.98), (0.78, 0.92), (85, 95, 120), "sofa"),
-    "armchair": FurnitureKind((0.75, 0.9), (0.78, 0.9), (0.8, 0.95), (130, 70, 60), "sofa"),
-    "chair": FurnitureKind((0.42, 0.5), (0.45, 0.52), (0.82, 0.95), (140, 100, 65), "chair"),
-    "office chair": FurnitureKind((0.6, 0.68), (0.6, 0.68), (0.95, 1.15), (45, 45, 50), "chair"),
-    "stool": FurnitureKind((0.32, 0.4), (0.32, 0.4), (0.45, 0.7), (160, 130, 90), "chair"),
-    "table": FurnitureKind((1.0, 1.4), (0.7, 0.9), (0.72, 0.78), (170, 130, 90), "table"),
-    "dining table": FurnitureKind((1.4, 1.9), (0.85, 1.0), (0.73, 0.78), (150, 105, 70), "table"),
-    "coffee table": FurnitureKind((0.9, 1.3), (0.5, 0.7), (0.38, 0.48), (110, 80, 55), "table"),
-    "end table": FurnitureKind((0.45, 0.6), (0.45, 0.6), (0.5, 0.62), (125, 90, 60), "table"),
-    "desk": FurnitureKind((1.1, 1.6), (0.6, 0.8), (0.72, 0.77), (200, 190, 170), "desk"),
-    "tv": FurnitureKind((0.95, 1.45), (0.18, 0.25), (0.6, 0.9), (25, 25, 30)),
-    "tv stand": FurnitureKind((1.3, 1.9), (0.4, 0.5), (0.42, 0.55), (70, 60, 55), "cabinet"),
-    "monitor": FurnitureKind((0.5, 0.62), (0.18, 0.22), (0.42, 0.5), (30, 30, 35)),
-    "bookshelf": FurnitureKind((0.8, 1.2), (0.3, 0.38), (1.7, 2.0), (160, 125, 85), "shelf"),
-    "shelf": FurnitureKind((0.7, 1.1), (0.3, 0.38), (0.8, 1.15), (185, 165, 135), "shelf"),
-    "cabinet": FurnitureKind((0.6, 1.0), (0.45, 0.6), (0.8, 1.0), (175, 160, 140), "cabinet"),
-    "kitchen cabinet": FurnitureKind((0.6, 0.9), (0.58, 0.62), (0.86, 0.92), (210, 205, 195), "counter"),
-    "counter": FurnitureKind((1.2, 2.0), (0.6, 0.65), (0.88, 0.94), (190, 185, 175), "counter"),
-    "wardrobe": FurnitureKind((1.0, 1.6), (0.55, 0.62), (1.9, 2.2), (140, 110, 80)),
-    "dresser": FurnitureKind((0.9, 1.4), (0.45, 0.55), (0.75, 0.95), (130, 95, 65), "cabinet"),
-    "refrigerator": FurnitureKind((0.6, 0.8), (0.62, 0.72), (1.7, 1.9), (225, 225, 228)),
+    "bed": FurnitureKind((0.9, 1.95), (1.9, 2.2), (0.8, 1.3), (150, 120, 95), "bed"),
+    "nightstand": FurnitureKind((0.35, 0.7), (0.32, 0.5), (0.4, 0.75), (120, 85, 60), "nightstand"),
+    "sofa": FurnitureKind((1.4, 3.0), (0.8, 1.05), (0.72, 0.98), (85, 95, 120), "sofa"),
+    "armchair": FurnitureKind((0.65, 1.05), (0.7, 0.95), (0.7, 1.1), (130, 70, 60), "sofa"),
+    "chair": FurnitureKind((0.4, 0.56), (0.42, 0.56), (0.75, 1.1), (140, 100, 65), "chair"),
+    "office chair": FurnitureKind((0.55, 0.72), (0.55, 0.72), (0.88, 1.3), (45, 45, 50), "chair"),
+    "stool": FurnitureKind((0.3, 0.45), (0.3, 0.45), (0.42, 0.82), (160, 130, 90), "chair"),
+    "table": FurnitureKind((0.8, 2.0), (0.6, 1.0), (0.7, 0.78), (170, 130, 90), "table"),
+    "dining table": FurnitureKind((1.2, 2.4), (0.8, 1.1), (0.72, 0.78), (150, 105, 70), "table"),
+    "coffee table": FurnitureKind((0.6, 1.5), (0.45, 0.8), (0.35, 0.5), (110, 80, 55), "table"),
+    "end table": FurnitureKind((0.35, 0.65), (0.35, 0.65), (0.4, 0.66), (125, 90, 60), "table"),
+    "desk": FurnitureKind((0.9, 2.0), (0.55, 0.85), (0.72, 0.77), (200, 190, 170), "desk"),
+    "tv": FurnitureKind((0.6, 1.9), (0.18, 0.25), (0.45, 1.15), (25, 25, 30)),
+    "tv stand": FurnitureKind((0.9, 2.2), (0.35, 0.5), (0.4, 0.6), (70, 60, 55), "cabinet"),
+    "monitor": FurnitureKind((0.4, 0.85), (0.18, 0.24), (0.32, 0.6), (30, 30, 35)),
+    "bookshelf": FurnitureKind((0.6, 1.4), (0.28, 0.4), (1.1, 2.3), (160, 125, 85), "shelf"),
+    "shelf": FurnitureKind((0.45, 1.5), (0.25, 0.4), (0.55, 1.3), (185, 165, 135), "shelf"),
+    "cabinet": FurnitureKind((0.4, 1.6), (0.4, 0.62), (0.5, 1.2), (175, 160, 140), "cabinet"),
+    "kitchen cabinet": FurnitureKind((0.4, 1.2), (0.58, 0.62), (0.86, 0.92), (210, 205, 195), "counter"),
+    "counter": FurnitureKind((1.0, 3.2), (0.6, 0.7), (0.88, 0.94), (190, 185, 175), "counter"),
+    "wardrobe": FurnitureKind((0.8, 2.4), (0.5, 0.65), (1.6, 2.4), (140, 110, 80)),
+    "dresser": FurnitureKind((0.7, 1.8), (0.4, 0.58), (0.7, 1.2), (130, 95, 65), "cabinet"),
+    "refrigerator": FurnitureKind((0.5, 0.95), (0.55, 0.75), (0.85, 2.05), (225, 225, 228)),
     "toilet": FurnitureKind((0.38, 0.44), (0.62, 0.72), (0.75, 0.82), (240, 240, 240), "toilet"),
-    "sink": FurnitureKind((0.55, 0.9), (0.45, 0.55), (0.82, 0.9), (230, 230, 235), "sink"),
-    "bathtub": FurnitureKind((0.7, 0.8), (1.5, 1.75), (0.5, 0.6), (245, 245, 245)),
-    "trash can": FurnitureKind((0.25, 0.35), (0.25, 0.35), (0.35, 0.65), (90, 110, 90)),
-    "lamp": FurnitureKind((0.3, 0.4), (0.3, 0.4), (1.4, 1.7), (230, 220, 190)),
-    "table lamp": FurnitureKind((0.22, 0.3), (0.22, 0.3), (0.38, 0.55), (235, 225, 195)),
-    "plant": FurnitureKind((0.4, 0.65), (0.4, 0.65), (0.6, 1.4), (60, 130, 60)),
+    "sink": FurnitureKind((0.45, 1.2), (0.42, 0.6), (0.8, 0.92), (230, 230, 235), "sink"),
+    "bathtub": FurnitureKind((0.7, 0.85), (1.4, 1.9), (0.45, 0.62), (245, 245, 245)),
+    "trash can": FurnitureKind((0.2, 0.45), (0.2, 0.45), (0.25, 0.85), (90, 110, 90)),
+    "lamp": FurnitureKind((0.25, 0.45), (0.25, 0.45), (1.1, 1.9), (230, 220, 190)),
+    "table lamp": FurnitureKind((0.15, 0.35), (0.15, 0.35), (0.25, 0.65), (235, 225, 195)),
+    "plant": FurnitureKind((0.25, 0.75), (0.25, 0.75), (0.3, 1.9), (60, 130, 60)),
 }
 
 STRUCTURE_COLORS = {
@@ -131,6 +136,18 @@ SCENE_TYPES = {
     "bathroom": "Bathroom",
     "apartment": "Apartment",
 }
+
+
+def draw_size(rng: np.random.Generator, ranges: tuple[Range, Range, Range], scale: Range = (1.0, 1.0)) -> tuple[float, float, float]:
+    """(width, depth, height) of one instance: each side log-uniform in its range, all three times one log-uniform
+    ``scale`` (log-uniform, so a small model is as likely as a large one in relative terms, as the MRA metric reads
+    sizes)."""
+    def log_uniform(lo: float, hi: float) -> float:
+        return math.exp(float(rng.uniform(math.log(lo), math.log(hi))))
+
+    sides = [log_uniform(*r) for r in ranges]
+    k = log_uniform(*scale) if scale[0] != scale[1] else 1.0
+    return (sides[0] * k, sides[1] * k, sides[2] * k)
 
 
 def all_labels() -> list[str]:

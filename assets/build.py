@@ -252,17 +252,23 @@ def build_instance():
         shutil.rmtree(home, ignore_errors=True)
 
 
-def register_partitions(instance: dg.DagsterInstance, keys: list[str]) -> list[str]:
-    """Register the scans found and remove the partitions of scans no longer under the root (returned): a build
-    releases what is under ``--scans`` now, on a persistent instance (``make demo``'s) as on a temporary one.
-    A removed partition keeps its history: registered again, its runs and materializations count again."""
-    from assets.partitions import gone_from_root, scan_partitions
+def register_partitions(instance: dg.DagsterInstance, keys: list[str]) -> None:
+    """Register ``keys`` (the worker processes register the scans they build, which are not all the scans)."""
+    from assets.partitions import scan_partitions
 
     existing = set(instance.get_dynamic_partitions(scan_partitions.name))
     missing = [key for key in keys if key not in existing]
     if missing:
         instance.add_dynamic_partitions(scan_partitions.name, missing)
-    gone = gone_from_root(existing, keys, complete=True)
+
+
+def remove_gone_partitions(instance: dg.DagsterInstance, found: list[str], complete: bool) -> list[str]:
+    """Remove the partitions of scans a complete discovery of the root no longer found (returned): a build releases
+    what is under ``--scans`` now, on a persistent instance (``make demo``'s) as on a temporary one. A removed
+    partition keeps its history: registered again, its runs and materializations count again."""
+    from assets.partitions import gone_from_root, scan_partitions
+
+    gone = gone_from_root(instance.get_dynamic_partitions(scan_partitions.name), found, complete)
     for key in gone:
         instance.delete_dynamic_partition(scan_partitions.name, key)
     return gone
@@ -340,7 +346,9 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
     definitions = [*all_assets, *all_asset_checks]
     resources = default_resources(StorageResource.from_config(config, config_file), RunConfigResource.from_config(config))
     with build_instance() as instance:
-        gone = register_partitions(instance, [key for key, _ in scans])
+        keys = [key for key, _ in scans]
+        register_partitions(instance, keys)
+        gone = remove_gone_partitions(instance, keys, found.complete)
         if gone:
             print(f"{len(gone)} scan{'s' if len(gone) != 1 else ''} no longer under {config.scans_root}, left out of "
                   f"the release (their partitions removed): {', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''}",

@@ -9,8 +9,8 @@ evaluation of each per-scan blocking check passed
 (``get_asset_check_partition_info``), and whether its tables belong together:
 each one made after every per-scan table it reads (``get_latest_storage_id_by_partition``)
 and by the code version the code location now gives its asset (the
-``dagster/code_version`` tag of its latest materialization,
-``get_latest_tags_by_partition``). Each query covers all partitions of one
+``dagster/code_version`` tag of its latest materialization, fetched by storage
+id). Each query covers all partitions of one
 asset or check at once, so the cost does not grow with runs per scan.
 
 Whoever launched the runs — ``scan2qa build``, the UI, a backfill, a sensor,
@@ -272,7 +272,7 @@ def registered_scans(context) -> dg.ObserveResult:
     ],
     group_name="release",
     description="every registered scan partition and whether the release may hold it (built, failed, "
-    "checks_failed, in_progress, not_built), read from the Dagster instance",
+    "checks_failed, in_progress, not_built, stale), read from the Dagster instance",
     automation_condition=dataset_automation(),
     **table_asset("scan_membership", __name__),
 )
@@ -294,11 +294,11 @@ def record_built_elsewhere(instance: dg.DagsterInstance, keys: Sequence[str]) ->
     """Record every per-scan asset of ``keys`` as materialized, for tables written without a run of them
     (``scan2qa bench dataset``'s replicas of built scans, tests that write tables directly), so that
     membership holds them as the instance would after a build."""
-    parents = {key: {dep.asset_key for dep in spec.deps} for a in per_scan_definitions() for spec in a.specs
-               for key in [spec.key]}
-    done: set[dg.AssetKey] = set()
-    while len(done) < len(parents):  # inputs first, so no table looks older than an input it was built from
-        for asset_key in sorted(k for k, ps in parents.items() if k not in done and ps & parents.keys() <= done):
-            for key in keys:
-                instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=asset_key, partition=key))
-            done.add(asset_key)
+    from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
+
+    scan_assets = set(per_scan_asset_keys())
+    # Inputs first, as a run makes them, so no table looks older than an input it was built from (``stale_tables``).
+    for asset_key in (k for k in AssetGraph.from_assets(per_scan_definitions()).toposorted_asset_keys
+                      if k in scan_assets):
+        for key in keys:
+            instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=asset_key, partition=key))

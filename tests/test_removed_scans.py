@@ -108,3 +108,49 @@ def test_build_leaves_out_a_scan_removed_from_the_root_and_takes_it_back(tmp_pat
     assert main(build) == 0
     assert "up to date: 2 of 2 scans" in capsys.readouterr().out  # its history came back with its partition
     assert released() == KEYS[:2] and (out / "releases" / "LATEST").read_text().strip() == first
+
+
+def test_worker_processes_remove_no_partition(tmp_path, monkeypatch, capsys):
+    """Worker processes register only the scans they build: a build that rebuilds two changed scans on two workers
+    keeps the partition, and the release place, of the third, which was up to date."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    scans, out = tmp_path / "scans", tmp_path / "out"
+    assert main(["synth", "--out", str(scans), "--scenes", "3", "--frames", "8", "--seed", "0", "--workers", "1"]) == 0
+    assert main(["build", "--scans", str(scans), "--out", str(out), "--workers", "1"]) == 0
+    for scene in ("synth0000_00", "synth0001_00"):  # a pose file rewritten: discovery sees a changed scan
+        pose = sorted((scans / scene / "pose").iterdir())[0]
+        stat = pose.stat()
+        os.utime(pose, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    capsys.readouterr()
+    assert main(["build", "--scans", str(scans), "--out", str(out), "--workers", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "up to date: 1 of 3 scans" in printed and "building 2 scans on 2 worker processes" in printed, printed
+    with dg.DagsterInstance.get() as instance:
+        assert sorted(instance.get_dynamic_partitions("scans")) == KEYS
+    import polars as pl
+
+    version = (out / "releases" / "LATEST").read_text().strip()
+    assert sorted(pl.read_parquet(out / "releases" / version / "tables" / "scans.parquet")["key"]) == KEYS
+
+
+def test_a_build_discovery_with_an_unreadable_folder_is_incomplete(tmp_path, monkeypatch):
+    """What ``scan2qa build`` passes to ``remove_gone_partitions``: a folder it could not list may hold scans."""
+    from pipeline.scene.discovery import discover
+
+    write_scan(tmp_path / "scans", "synth0000_00", frames=3)
+    write_scan(tmp_path / "scans" / "synthetic", "synth0001_00", frames=3)
+    assert discover(str(tmp_path / "scans")).complete
+    scandir = os.scandir
+
+    def refusing(path):
+        if os.fspath(path).rstrip("/").endswith("/synthetic"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", refusing)
+    found = discover(str(tmp_path / "scans"))
+    monkeypatch.setattr(os, "scandir", scandir)
+    assert [key for key, _ in found.scans] == [KEYS[0]] and not found.complete
+    assert any("cannot be listed" in line for line in found.skipped)

@@ -357,6 +357,7 @@ class Discovery:
     scans: list[tuple[str, str]]  # (key, uri), sorted by key
     skipped: list[str]  # one line per folder under the root that was not taken, and why
     excluded: str | None = None  # the folder left out by ``exclude`` (relative to the root), if it is inside
+    complete: bool = True  # False when a folder could not be listed: scans below it are not known to be gone
 
 
 def discover(
@@ -377,7 +378,8 @@ def discover(
     walk = _walk(
         base, {}, 1 if is_local(base) else REMOTE_WORKERS, allow_outside=allow_links_outside_root, exclude=excluded
     )
-    return Discovery(sorted((key, str(_join(base, rel))) for key, rel in walk.found.items()), walk.problems, excluded)
+    return Discovery(sorted((key, str(_join(base, rel))) for key, rel in walk.found.items()), walk.problems, excluded,
+                     walk.complete)
 
 
 def discover_scans(

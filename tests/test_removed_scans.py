@@ -4,6 +4,7 @@ too; a listing that is cut short, unreadable or empty removes nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -19,6 +20,23 @@ from tests.test_discovery_sensor import LocalRoot, storage_for
 
 KEYS = [f"synthetic/synth{i:04d}_00" for i in range(3)]
 
+
+@contextlib.contextmanager
+def unreadable_synthetic_folder(monkeypatch):
+    """The ``synthetic`` dataset folder refuses listing, as a folder without permission or a stale NFS handle does.
+
+    Tests run as root, which reads any folder, so the refusal is the operating system's error raised where the
+    listing asks for it."""
+    scandir = os.scandir
+
+    def refusing(path):
+        if os.fspath(path).rstrip("/").endswith("/synthetic"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return scandir(path)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "scandir", refusing)
+        yield
 
 def tick(instance, storage, cursor=None) -> dg.SensorResult:
     context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"storage": storage})
@@ -62,18 +80,8 @@ def test_sensor_removes_nothing_when_a_folder_cannot_be_listed(tmp_path, monkeyp
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("scans", KEYS[:2])
         first = tick(instance, storage)
-        # The dataset folder turns unreadable (permissions, a stale NFS handle); tests run as root, which reads any
-        # folder, so the refusal is the operating system's error raised where the listing asks for it.
-        scandir = os.scandir
-
-        def refusing(path):
-            if os.fspath(path).rstrip("/").endswith("/synthetic"):
-                raise PermissionError(13, "Permission denied", os.fspath(path))
-            return scandir(path)
-
-        monkeypatch.setattr(os, "scandir", refusing)
-        result = tick(instance, storage, first.cursor)
-        monkeypatch.setattr(os, "scandir", scandir)
+        with unreadable_synthetic_folder(monkeypatch):
+            result = tick(instance, storage, first.cursor)
         assert not result.dynamic_partitions_requests and not result.asset_events
         assert "cannot be listed" in result.skip_reason.skip_message
 
@@ -142,15 +150,7 @@ def test_a_build_discovery_with_an_unreadable_folder_is_incomplete(tmp_path, mon
     write_scan(tmp_path / "scans", "synth0000_00", frames=3)
     write_scan(tmp_path / "scans" / "synthetic", "synth0001_00", frames=3)
     assert discover(str(tmp_path / "scans")).complete
-    scandir = os.scandir
-
-    def refusing(path):
-        if os.fspath(path).rstrip("/").endswith("/synthetic"):
-            raise PermissionError(13, "Permission denied", os.fspath(path))
-        return scandir(path)
-
-    monkeypatch.setattr(os, "scandir", refusing)
-    found = discover(str(tmp_path / "scans"))
-    monkeypatch.setattr(os, "scandir", scandir)
+    with unreadable_synthetic_folder(monkeypatch):
+        found = discover(str(tmp_path / "scans"))
     assert [key for key, _ in found.scans] == [KEYS[0]] and not found.complete
     assert any("cannot be listed" in line for line in found.skipped)

@@ -25,39 +25,37 @@ import numpy as np
 import polars as pl
 
 from pipeline.scoring import metrics
-from pipeline.scoring.blind import blind_predictions
-from pipeline.scoring.evaluate import score_question
+from pipeline.scoring.blind import BlindGroup
 
 BLIND_MARGIN = 0.05
 MAX_PASSES = 40
 MIN_KEPT_SHARE = 0.5  # the blind control never takes more than half of what the other rules kept
 
 
-def blind_target(part: pl.DataFrame, rule, mcq: bool) -> tuple[float, float] | None:
-    """(low, high) the blind score must stay within, or None when the rule sets no blind bound."""
+def blind_target(part: pl.DataFrame, rule, mcq: bool, rows: np.ndarray | None = None) -> tuple[float, float] | None:
+    """(low, high) the blind score of ``part``'s ``rows`` (all: None) must stay within, or None when the rule
+    sets no blind bound."""
     settings = rule.balance or {}
     if not settings.get("blind"):
         return None
     margin = float(settings.get("blind_margin", BLIND_MARGIN))
     if mcq:
-        chance = metrics.chance_score(rule.question_type, part["ground_truth"].to_list(), [list(o or []) for o in part["options"].to_list()])
+        chance = metrics.chance_of_choices(part["options"].list.len().fill_null(0).to_numpy(), rows)
         return chance - margin, chance + margin
     ceiling = settings.get("max_frequency")
     return (-math.inf, float(ceiling)) if ceiling is not None else None
 
 
-def _scores(part: pl.DataFrame) -> np.ndarray:
-    predictions = blind_predictions(part)
-    return np.asarray(
-        [score_question(row, predictions.get(row["id"]), "harness", None)["score"] or 0.0 for row in part.iter_rows(named=True)],
-        dtype=float,
-    )
-
-
 def control_blind(
-    part: pl.DataFrame, rule, keep: np.ndarray, draws: np.ndarray, pinned: np.ndarray | None, mcq: bool
+    part: pl.DataFrame, rule, keep: np.ndarray, draws: np.ndarray, pinned: np.ndarray | None, mcq: bool,
+    blind: BlindGroup | None = None,
 ) -> np.ndarray:
-    """``keep`` minus the questions that must go for the blind baseline to stay within its bound."""
+    """``keep`` minus the questions that must go for the blind baseline to stay within its bound.
+
+    ``blind`` is ``part`` read for the blind guesser (``BlindGroup(part)``): a caller that runs the control
+    several times on one part reads it once.
+    """
+    blind = BlindGroup(part) if blind is None else blind
     start = keep
     keep = keep.copy()
     movable = np.ones(keep.size, dtype=bool) if pinned is None else ~pinned
@@ -65,12 +63,11 @@ def control_blind(
         rows = np.flatnonzero(keep)
         if rows.size == 0:
             return start
-        kept = part[rows.tolist()]
-        target = blind_target(kept, rule, mcq)
+        target = blind_target(part, rule, mcq, rows)
         if target is None:
             return keep
         low, high = target
-        scores = _scores(kept)
+        scores = blind.harness_scores(keep)
         mean = float(scores.mean())
         if low - 1e-12 <= mean <= high + 1e-12:
             # Out of reach when it costs most of the type (the prior is in every question, e.g. one answer text

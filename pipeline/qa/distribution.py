@@ -294,6 +294,7 @@ BLIND_ROUNDS = 3  # blind pass, then the constant bound again, until neither dro
 def _hold_blind(part: pl.DataFrame, rule: TaskRule, keep: np.ndarray, seed: int, pinned: np.ndarray | None) -> np.ndarray:
     """``keep`` after the blind control (``blind_control``); for numbers the constant bound is re-established."""
     from pipeline.qa.blind_control import control_blind
+    from pipeline.scoring.blind import BlindGroup
 
     mcq = bool(part["options"].list.len().max() or 0)
     draws = np.asarray(unit_draws(seed, "distribution/blind", part["id"].to_list()), dtype=float)
@@ -303,8 +304,9 @@ def _hold_blind(part: pl.DataFrame, rule: TaskRule, keep: np.ndarray, seed: int,
     values = np.asarray([math.nan if v is None else v for v in part["answer_value"].to_list()], dtype=float)
     start = keep
     reached = on_best and (best_constant_score(values[keep]) or 0.0) <= float(ceiling) + 1e-12
+    blind = BlindGroup(part)
     for _ in range(BLIND_ROUNDS):
-        after = control_blind(part, rule, keep, draws, pinned, mcq)
+        after = control_blind(part, rule, keep, draws, pinned, mcq, blind)
         if reached:  # the control met the ceiling: keep it met, unless that is out of reach for this set
             again = keep_under_ceiling(values, draws, after, float(ceiling), pinned)
             after = again if again.sum() >= min(MIN_BOUNDED_QUESTIONS, after.sum()) else after

@@ -28,9 +28,10 @@ answered like its text's real counterpart.
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections import defaultdict
 
+import numpy as np
 import polars as pl
 
 from pipeline.scoring import metrics
@@ -62,82 +63,202 @@ def scene_folds(keys: list[str], seed: int = 0, folds: int = FOLDS) -> dict[str,
     return {k: stable_int(seed, "blind/fold", k) % folds for k in distinct}
 
 
-class _Prior:
-    def __init__(self, rows: list[dict], kind: str, seed: int = 0):
-        self.kind = kind
-        self.seed = seed
-        self.appear: dict[str, int] = defaultdict(int)
-        self.correct: dict[str, int] = defaultdict(int)
-        self.by_text: dict[str, list[float]] = defaultdict(list)
-        self.values: list[float] = []
-        self.yes = 0
-        for row in rows:
-            if kind == "mcq":
-                options = list(row["options"] or [])
-                right = _correct_text(options, row["ground_truth"])
-                for option in options:
-                    self.appear[_text(option)] += 1
-                    self.correct[_text(option)] += _text(option) == right
-            elif kind == "nq":
-                value = finite_float(row["ground_truth"])
-                if value is not None:
-                    self.by_text[row["question"]].append(value)
-                    self.values.append(value)
-            elif kind == "yesno":
-                self.yes += row["ground_truth"].strip().lower() == "yes"
-        self.count = len(rows)
-        found = best_constant(self.values) if kind == "nq" else None
-        self.constant = found[1] if found else None
+class BlindGroup:
+    """One (profile, budget, type) group, read once, answered blind for any subset of it.
 
-    def answer(self, row: dict) -> str:
+    The answer-distribution control asks for the blind score of a shrinking subset of each type dozens of
+    times, and a type holds tens of thousands of questions at 10,000 scans; so everything that depends on a
+    question alone (option texts, letters, the no-prior guess, the ground truth) is worked out here once, and
+    each subset costs array arithmetic: option-text counts per fold, and the best constant per question text,
+    kept between calls for every text whose questions did not change.
+    """
+
+    def __init__(self, group: pl.DataFrame, seed: int = 0, folds: int = FOLDS):
+        rows = group.select("id", "key", "question", "options", "ground_truth", "video_kind")
+        self.ids = rows["id"].to_list()
+        self.size = len(self.ids)
+        fold_of = scene_folds(rows["key"].to_list(), seed, folds)
+        self.fold = np.asarray([fold_of[k] for k in rows["key"].to_list()], dtype=np.int64)
+        self.folds = sorted(set(self.fold.tolist()))
+        self.real = (rows["video_kind"].fill_null("real") == "real").to_numpy()
+        options = [list(o or []) for o in rows["options"].to_list()]
+        self.truths = rows["ground_truth"].to_list()
+        question_type = group["question_type"][0] if "question_type" in group.columns and self.size else ""
+        self.kind = metrics.answer_kind(question_type, next((o for o in options if o), None))
         if self.kind == "mcq":
-            options = list(row["options"] or [])
-            letters = option_letters(options)
-            if not letters:
-                return ""
-            chance = 1.0 / len(options)
+            self._read_choices(options)
+        elif self.kind == "nq":
+            self._read_numbers(rows["question"].to_list())
+        elif self.kind == "yesno":
+            self.yes = np.asarray([t.strip().lower() == "yes" for t in self.truths], dtype=bool)
 
-            def rate(option: str) -> float:
-                text = _text(option)
-                return (self.correct.get(text, 0) + SMOOTHING * chance) / (self.appear.get(text, 0) + SMOOTHING)
+    # --- multiple choice ---------------------------------------------------------------------------------------
 
-            best = max(range(len(options)), key=lambda i: (rate(options[i]), -i))
-            text = _text(options[best])
-            seen = self.appear.get(text, 0)
+    def _read_choices(self, options: list[list[str]]) -> None:
+        codes: dict[str, int] = {}
+        width = max((len(o) for o in options), default=0)
+        self.codes = np.full((self.size, max(width, 1)), -1, dtype=np.int64)
+        self.chance = np.zeros(self.size)
+        self.letters = [option_letters(o) for o in options]
+        self.guess = np.zeros(self.size, dtype=np.int64)
+        self.right_letter = np.zeros(self.codes.shape, dtype=bool)  # the slot's letter is the ground truth's
+        right = np.zeros(self.size, dtype=np.int64)
+        for row, (opts, qid, truth) in enumerate(zip(options, self.ids, self.truths)):
+            texts = [_text(o) for o in opts]
+            for slot, text in enumerate(texts):
+                self.codes[row, slot] = codes.setdefault(text, len(codes))
+            right[row] = codes.setdefault(_correct_text(opts, truth), len(codes))
+            if opts:
+                self.chance[row] = 1.0 / len(opts)
+                # A guesser without a prior: a letter drawn from the question id and the option texts.
+                self.guess[row] = min(range(len(opts)), key=lambda i: stable_int("blind/guess", qid, texts[i]))
+            wanted = str(truth).strip().lower()
+            for slot, letter in enumerate(self.letters[row][: self.codes.shape[1]]):
+                self.right_letter[row, slot] = letter.lower() == wanted
+        self.vocabulary = max(len(codes), 1)
+        # Every option whose text is the correct one counts as right (two options may share a text).
+        self.right_code = right
+        self.right_slots = (self.codes == right[:, None]).sum(axis=1)
+
+    def _choice_counts(self, train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        codes = self.codes[train]
+        appear = np.bincount(codes[codes >= 0], minlength=self.vocabulary)
+        correct = np.bincount(self.right_code[train], weights=self.right_slots[train], minlength=self.vocabulary)
+        return appear, correct
+
+    def _choices(self, answered: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """The option index each answered row picks (-1: the row has no options)."""
+        picks = np.full(self.size, -1, dtype=np.int64)
+        training = keep & self.real
+        total_appear, total_correct = self._choice_counts(training)
+        for fold in self.folds:
+            rows = np.flatnonzero(answered & (self.fold == fold))
+            if rows.size == 0:
+                continue
+            appear_in, correct_in = self._choice_counts(training & (self.fold == fold))
+            appear, correct = total_appear - appear_in, total_correct - correct_in
+            codes = self.codes[rows]
+            valid = codes >= 0
+            safe = np.where(valid, codes, 0)
+            chance = self.chance[rows][:, None]
+            rates = np.where(valid, (correct[safe] + SMOOTHING * chance) / (appear[safe] + SMOOTHING), -np.inf)
+            best = np.argmax(rates, axis=1)  # the first of equal rates, as the lowest letter
+            seen = appear[safe[np.arange(rows.size), best]].astype(float)
+            rate = rates[np.arange(rows.size), best]
+            chance = chance[:, 0]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                margin = EVIDENCE * np.sqrt(chance * (1 - chance) / seen)
             # Only a text the training scenes show to be right more often than chance is a prior; otherwise
             # argmax over noise picks what the *other* folds lack, which on a balanced type is what this fold
             # has in excess, and scores below chance. Then the guess is a letter drawn from the question id.
-            if seen == 0 or rate(options[best]) - chance <= EVIDENCE * math.sqrt(chance * (1 - chance) / seen):
-                pick = min(range(len(options)), key=lambda i: stable_int("blind/guess", row["id"], _text(options[i])))
-                return letters[pick]
-            return letters[best]
+            no_prior = (seen == 0) | (rate - chance <= margin)
+            picks[rows] = np.where(no_prior, self.guess[rows], best)
+            picks[rows[~valid.any(axis=1)]] = -1
+        return picks
+
+    # --- numbers -------------------------------------------------------------------------------------------------
+
+    def _read_numbers(self, questions: list[str]) -> None:
+        self.values = np.asarray([math.nan if (v := finite_float(t)) is None else v for t in self.truths], dtype=float)
+        self.finite = np.isfinite(self.values)
+        texts, self.text_code = np.unique(np.asarray(questions, dtype=object).astype(str), return_inverse=True)
+        order = np.argsort(self.text_code, kind="stable")
+        bounds = np.searchsorted(self.text_code[order], np.arange(len(texts) + 1))
+        self.rows_of_text = [order[bounds[i]:bounds[i + 1]] for i in range(len(texts))]
+        self._constants: dict[tuple, float | None] = {}  # (text, fold) -> answer, while its training rows hold
+
+    def _constant(self, rows: np.ndarray) -> float | None:
+        found = best_constant(self.values[rows])
+        return found[1] if found else None
+
+    def _numbers(self, answered: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """The number each answered row is given (nan: no answer)."""
+        out = np.full(self.size, math.nan)
+        training = keep & self.real & self.finite
+        for fold in self.folds:
+            in_fold = answered & (self.fold == fold)
+            if not in_fold.any():
+                continue
+            fallback: list = []  # the best constant of the whole type, worked out when a text needs it
+            for text in np.unique(self.text_code[in_fold]):
+                rows = self.rows_of_text[text]
+                same = rows[training[rows] & (self.fold[rows] != fold)]
+                value = None
+                if same.size >= MIN_TEXT_EXAMPLES:
+                    signature = (int(text), fold, hashlib.blake2b(same.tobytes(), digest_size=16).digest())
+                    if signature not in self._constants:
+                        self._constants[signature] = self._constant(same)
+                    value = self._constants[signature]
+                if value is None:
+                    if not fallback:
+                        fallback.append(self._constant(np.flatnonzero(training & (self.fold != fold))))
+                    value = fallback[0]
+                if value is not None and math.isfinite(value):
+                    out[rows[in_fold[rows]]] = float(f"{value:.6g}")  # what the reply says, read back
+        return out
+
+    # --- answers and scores --------------------------------------------------------------------------------------
+
+    def _mask(self, keep: np.ndarray | None) -> np.ndarray:
+        return np.ones(self.size, dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
+
+    def replies(self, keep: np.ndarray | None = None) -> dict[str, str]:
+        """id -> the blind guess of every kept question, each fold answered by a prior fitted on the others."""
+        keep = self._mask(keep)
+        rows = np.flatnonzero(keep)
+        if self.kind == "mcq":
+            picks = self._choices(keep, keep)
+            return {self.ids[r]: (self.letters[r][picks[r]] if picks[r] >= 0 else "") for r in rows}
         if self.kind == "nq":
-            same = self.by_text.get(row["question"], [])
-            found = best_constant(same) if len(same) >= MIN_TEXT_EXAMPLES else None
-            value = found[1] if found else self.constant
-            return "" if value is None or not math.isfinite(value) else f"{value:.6g}"
+            numbers = self._numbers(keep, keep)
+            return {self.ids[r]: ("" if math.isnan(numbers[r]) else f"{numbers[r]:.6g}") for r in rows}
         if self.kind == "yesno":
-            return "Yes" if 2 * self.yes > self.count else "No"
-        return ""
+            return {self.ids[r]: reply for r, reply in zip(rows, self._yes_no(keep)[rows])}
+        return {self.ids[r]: "" for r in rows}
+
+    def _yes_no(self, keep: np.ndarray) -> np.ndarray:
+        training = keep & self.real
+        out = np.full(self.size, "", dtype=object)
+        for fold in self.folds:
+            train = training & (self.fold != fold)
+            out[self.fold == fold] = "Yes" if 2 * int(self.yes[train].sum()) > int(train.sum()) else "No"
+        return out
+
+    def harness_scores(self, keep: np.ndarray) -> np.ndarray:
+        """The harness score of each kept question's blind reply (multiple choice and numbers), in row order.
+
+        The same figures as ``score_question`` of ``replies`` (a letter scores when it is the ground truth's;
+        a number by MRA against the ground truth), computed on arrays.
+        """
+        keep = self._mask(keep)
+        if self.kind == "mcq":
+            rows = np.flatnonzero(keep)
+            picks = self._choices(keep, keep)[rows]
+            return np.where(picks >= 0, self.right_letter[rows, np.maximum(picks, 0)], False).astype(float)
+        if self.kind == "nq":
+            return mean_relative_accuracies(self._numbers(keep, keep)[keep], self.values[keep])
+        raise ValueError(f"no array scoring for answer kind {self.kind!r}")
+
+
+def mean_relative_accuracies(predictions: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """``metrics.mean_relative_accuracy`` of each (prediction, target) pair: nan scores 0, a zero target needs 0."""
+    scores = np.zeros(predictions.size)
+    usable = np.isfinite(predictions) & np.isfinite(targets)
+    zero = usable & (targets == 0)
+    scores[zero] = (predictions[zero] == 0).astype(float)
+    rest = usable & (targets != 0)
+    error = np.abs(predictions[rest] - targets[rest]) / np.abs(targets[rest])
+    scores[rest] = (error[:, None] <= (1.0 - metrics.MRA_THRESHOLDS)[None, :]).mean(axis=1)
+    return scores
 
 
 def blind_predictions(qa: pl.DataFrame, seed: int = 0, folds: int = FOLDS) -> dict[str, str]:
     """id -> the blind guess, each scene answered by a prior fitted on the other folds' scenes."""
     if qa.is_empty():
         return {}
-    qa = qa.with_columns(pl.col("video_kind").fill_null("real"))
-    fold_of = scene_folds(qa["key"].to_list(), seed, folds)
     out: dict[str, str] = {}
-    columns = ["id", "key", "question", "options", "ground_truth", "video_kind"]
-    for (profile, budget, question_type), group in qa.sort("id").group_by(["profile", "budget", "question_type"], maintain_order=True):
-        rows = group.select(columns).to_dicts()
-        kind = metrics.answer_kind(question_type, next((r["options"] for r in rows if r["options"]), None))
-        real = [r for r in rows if r["video_kind"] == "real"]
-        for fold in sorted({fold_of[r["key"]] for r in rows}):
-            prior = _Prior([r for r in real if fold_of[r["key"]] != fold], kind, seed)
-            for r in rows:
-                if fold_of[r["key"]] == fold:
-                    out[r["id"]] = prior.answer(r)
+    for _, group in qa.sort("id").group_by(["profile", "budget", "question_type"], maintain_order=True):
+        out.update(BlindGroup(group, seed, folds).replies())
     return out
 
 

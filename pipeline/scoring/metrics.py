@@ -261,7 +261,7 @@ def chance_score(question_type: str, ground_truths: Sequence[str], options: Sequ
     if not ground_truths:
         return None
     if kind == "mcq":
-        return float(np.mean([1.0 / len(opts) if len(opts) else 0.0 for opts in options]))
+        return chance_of_choices(np.asarray([len(opts) for opts in options], dtype=np.int64))
     if kind == "yesno":
         return 0.5
     if kind == "nq":
@@ -270,6 +270,13 @@ def chance_score(question_type: str, ground_truths: Sequence[str], options: Sequ
             np.mean([expected_mra_uniform(_number_or_nan(gt), low, high, integer) for gt in ground_truths])
         )
     return 0.0
+
+
+def chance_of_choices(option_counts: np.ndarray, rows: np.ndarray | None = None) -> float:
+    """The random baseline of multiple-choice questions with these option counts (of ``rows`` only, if given):
+    the mean of 1/options, a question without options scoring 0."""
+    counts = option_counts if rows is None else option_counts[rows]
+    return float(np.mean(np.where(counts > 0, 1.0 / np.maximum(counts, 1), 0.0)))
 
 
 # Dummy-video probes (ReVSI Tables 5-6): what each task is called and how it reads there.

@@ -207,6 +207,8 @@ def build_release(
     with tempfile.TemporaryDirectory(prefix="scan2qa-gallery-") if not local else _no_folder() as gallery_tmp:
         video_file = storage.local_file_getter(out_root, gallery_tmp)
 
+        baselines = released_baselines(tables)  # the manifest's and the report's table: computed once
+
         def add_reports(staging: Path, release_version: str) -> None:
             write_site(staging / "data_docs", gate.validations)
             write_report(
@@ -227,10 +229,11 @@ def build_release(
                 frames_of=lambda keys: read_dataset_table(config.tables_root, "frames", config.storage_options, keys),
                 sampler_validity=_sampler_validity(tables, config),
                 question_rows=None if full_qa is None else lambda ids: _rows_of(full_qa, ids),
+                baselines=baselines,
             )
 
         checks = gate_dict | {"rejected_by_reviewers": rejected, "orphan_verdicts": orphans, "excluded_scans": excluded}
-        checks["baselines"] = released_baselines(tables)
+        checks["baselines"] = baselines
         checks["all_frame_cap"] = all_frame_cap(released.get("scans"), config)
         checks |= outcome_checks(outcomes)
         if local:

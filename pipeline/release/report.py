@@ -397,13 +397,16 @@ def render_report(
     release: dict | None = None,
     frames_of: FramesOf | None = None,
     question_rows: Callable[[list[str]], pl.DataFrame] | None = None,
+    baselines: list[dict] | None = None,
 ) -> str:
     """The page; ``sampler_validity`` is the frame samplers' validity section (``pipeline.sampling.validity``);
     ``verdicts`` are ``verdict_outcomes`` (each verdict, applied or why not), ``previous_qa`` the qa table of the
     release this one follows (its churn is shown), ``previous_version`` its name, ``release`` what names the release
     at the top (``release_stamp``), ``frames_of`` the camera poses of the sampled questions' scans when ``tables``
     has no ``frames`` table (the plans' camera paths), ``question_rows`` the full rows of the sampled questions
-    (by id) when ``tables["qa"]`` holds only the columns the counts, charts and baselines read."""
+    (by id) when ``tables["qa"]`` holds only the columns the counts, charts and baselines read; ``baselines`` the
+    real-video ``baseline_rows`` when the caller has them (the release writes the same rows to its manifest: the
+    blind baseline is worth computing once)."""
     qa = tables["qa"]
     budget_names = tuple(budgets or frame_budgets())  # the columns of every per-budget table
     frame_samples = tables.get("frame_samples", pl.DataFrame())
@@ -475,7 +478,7 @@ def render_report(
         "many questions (flagged over 20 points: too few to rank models).</p>"
     )
     if real.height:
-        rows = baseline_rows(real, tables.get("qa_distribution_drops"))
+        rows = baselines if baselines is not None else baseline_rows(real, tables.get("qa_distribution_drops"))
         pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"  # noqa: E731
         ci = lambda r: "n/a" if r["ci95_width"] is None else f"{100 * r['ci95_width']:.1f}" + (" (wide)" if r["ci_wide"] else "")  # noqa: E731
         parts.append(

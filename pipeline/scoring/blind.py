@@ -50,6 +50,13 @@ def _text(option: str) -> str:
     return rest if rest and len(head) == 1 else option
 
 
+def _option_text(option: pl.Expr) -> pl.Expr:
+    """``_text`` as a polars expression."""
+    parts = option.str.splitn(". ", 2)
+    head, rest = parts.struct.field("field_0"), parts.struct.field("field_1")
+    return pl.when(rest.is_not_null() & (rest != "") & (head.str.len_chars() == 1)).then(rest).otherwise(option)
+
+
 def _correct_text(options: list[str], letter: str) -> str:
     for option in options:
         if option.startswith(f"{letter}. "):
@@ -81,12 +88,12 @@ class BlindGroup:
         self.fold = np.asarray([fold_of[k] for k in rows["key"].to_list()], dtype=np.int64)
         self.folds = sorted(set(self.fold.tolist()))
         self.real = (rows["video_kind"].fill_null("real") == "real").to_numpy()
-        options = [list(o or []) for o in rows["options"].to_list()]
+        offered = rows["options"].filter(rows["options"].list.len().fill_null(0) > 0)
         self.truths = rows["ground_truth"].to_list()
         question_type = group["question_type"][0] if "question_type" in group.columns and self.size else ""
-        self.kind = metrics.answer_kind(question_type, next((o for o in options if o), None))
+        self.kind = metrics.answer_kind(question_type, offered[0].to_list() if offered.len() else None)
         if self.kind == "mcq":
-            self._read_choices(options)
+            self._read_choices(rows["options"])
         elif self.kind == "nq":
             self._read_numbers(rows["question"].to_list())
         elif self.kind == "yesno":
@@ -94,31 +101,56 @@ class BlindGroup:
 
     # --- multiple choice ---------------------------------------------------------------------------------------
 
-    def _read_choices(self, options: list[list[str]]) -> None:
-        codes: dict[str, int] = {}
-        width = max((len(o) for o in options), default=0)
-        self.codes = np.full((self.size, max(width, 1)), -1, dtype=np.int64)
-        self.chance = np.zeros(self.size)
-        self.letters = [option_letters(o) for o in options]
-        self.guess = np.zeros(self.size, dtype=np.int64)
-        self.right_letter = np.zeros(self.codes.shape, dtype=bool)  # the slot's letter is the ground truth's
-        right = np.zeros(self.size, dtype=np.int64)
-        for row, (opts, qid, truth) in enumerate(zip(options, self.ids, self.truths)):
-            texts = [_text(o) for o in opts]
-            for slot, text in enumerate(texts):
-                self.codes[row, slot] = codes.setdefault(text, len(codes))
-            right[row] = codes.setdefault(_correct_text(opts, truth), len(codes))
-            if opts:
-                self.chance[row] = 1.0 / len(opts)
-                # A guesser without a prior: a letter drawn from the question id and the option texts.
-                self.guess[row] = min(range(len(opts)), key=lambda i: stable_int("blind/guess", qid, texts[i]))
-            wanted = str(truth).strip().lower()
-            for slot, letter in enumerate(self.letters[row][: self.codes.shape[1]]):
-                self.right_letter[row, slot] = letter.lower() == wanted
-        self.vocabulary = max(len(codes), 1)
+    def _read_choices(self, options: pl.Series) -> None:
+        # Per option, in polars: its text (``_text``), its letter (``option_letters``) and whether it is the
+        # correct option's (``_correct_text``); Python only for what a row needs as a list.
+        frame = pl.DataFrame({"row": np.arange(self.size), "option": options, "truth": self.truths})
+        each = (
+            frame.explode("option").drop_nulls("option")
+            .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("row").alias("slot"))
+            .with_columns(_option_text(pl.col("option")).alias("text"),
+                          pl.col("option").str.extract(r"^\s*([A-Za-z])[.)]", 1).str.to_uppercase().alias("letter"))
+        )
+        width = int(each["slot"].max() or 0) + 1
+        rows, slots = each["row"].to_numpy(), each["slot"].to_numpy()
+        first_right = (
+            each.filter(pl.col("option").str.starts_with(pl.col("truth") + ". "))
+            .group_by("row").agg(pl.col("text").first())
+        )
+        right_text = frame.join(first_right, on="row", how="left").sort("row").select(
+            pl.col("text").fill_null(pl.col("truth"))
+        ).to_series()
+        vocabulary, inverse = np.unique(
+            pl.concat([each["text"], right_text]).to_numpy().astype(str), return_inverse=True
+        )
+        self.vocabulary = max(len(vocabulary), 1)
+        self.codes = np.full((self.size, width), -1, dtype=np.int64)
+        self.codes[rows, slots] = inverse[: each.height]
+        self.right_code = inverse[each.height:]
         # Every option whose text is the correct one counts as right (two options may share a text).
-        self.right_code = right
-        self.right_slots = (self.codes == right[:, None]).sum(axis=1)
+        self.right_slots = (self.codes == self.right_code[:, None]).sum(axis=1)
+        counts = options.list.len().fill_null(0).to_numpy()
+        self.chance = np.where(counts > 0, 1.0 / np.maximum(counts, 1), 0.0)
+        self.texts = frame.select("row").join(
+            each.group_by("row").agg("text"), on="row", how="left"
+        ).sort("row")["text"].to_list()
+        matched = frame.select("row").join(
+            each.drop_nulls("letter").group_by("row").agg("letter"), on="row", how="left"
+        ).sort("row")["letter"].to_list()
+        self.letters = [found if found else ["A", "B", "C", "D"] for found in matched]
+        self.right_letter = np.zeros(self.codes.shape, dtype=bool)  # the slot's letter is the ground truth's
+        for row, (letters, truth) in enumerate(zip(self.letters, self.truths)):
+            wanted = str(truth).strip().lower()
+            for slot, letter in enumerate(letters[:width]):
+                self.right_letter[row, slot] = letter.lower() == wanted
+        self.guess = np.full(self.size, -1, dtype=np.int64)  # drawn when first needed (``_guesses``)
+
+    def _guesses(self, rows: np.ndarray) -> np.ndarray:
+        """A guesser without a prior: the option whose text, with the question id, hashes lowest."""
+        for row in rows[self.guess[rows] < 0]:
+            qid, texts = self.ids[row], self.texts[row]
+            self.guess[row] = min(range(len(texts)), key=lambda i: stable_int("blind/guess", qid, texts[i]))
+        return self.guess[rows]
 
     def _choice_counts(self, train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         codes = self.codes[train]
@@ -152,8 +184,10 @@ class BlindGroup:
             # argmax over noise picks what the *other* folds lack, which on a balanced type is what this fold
             # has in excess, and scores below chance. Then the guess is a letter drawn from the question id.
             no_prior = (seen == 0) | (rate - chance <= margin)
-            picks[rows] = np.where(no_prior, self.guess[rows], best)
-            picks[rows[~valid.any(axis=1)]] = -1
+            has_options = valid.any(axis=1)
+            picks[rows] = np.where(has_options, best, -1)
+            guessed = rows[no_prior & has_options]
+            picks[guessed] = self._guesses(guessed)
         return picks
 
     # --- numbers -------------------------------------------------------------------------------------------------
@@ -263,7 +297,11 @@ def blind_predictions(qa: pl.DataFrame, seed: int = 0, folds: int = FOLDS) -> di
 
 
 def blind_scores(qa: pl.DataFrame, seed: int = 0, by=("profile", "budget", "video_kind", "question_type")) -> dict[tuple, float]:
-    """The blind baseline's mean score per group, scored by the evaluator's own ``score_question``."""
+    """The blind baseline's mean score per group, as the evaluator's ``score_question`` scores its replies.
+
+    Choices and numbers are scored on arrays (``BlindGroup.harness_scores``, the same figures); the other
+    kinds go through the evaluator itself.
+    """
     from pipeline.scoring.evaluate import score_questions
 
     if qa.is_empty():
@@ -271,6 +309,14 @@ def blind_scores(qa: pl.DataFrame, seed: int = 0, by=("profile", "budget", "vide
     qa = qa.with_columns(pl.col("video_kind").fill_null("real"))
     if "scene_id" not in qa.columns:  # a slim frame (the report's): the scorer names the scene in its rows
         qa = qa.with_columns(pl.col("key").alias("scene_id"))
-    scored = score_questions(qa, blind_predictions(qa, seed), "harness", None)
-    means = scored.group_by(list(by)).agg(pl.col("score").mean())
+    scored = []
+    for _, group in qa.sort("id").group_by(["profile", "budget", "question_type"], maintain_order=True):
+        blind = BlindGroup(group, seed)
+        if blind.kind in ("mcq", "nq"):
+            scores = pl.Series("score", blind.harness_scores(np.ones(group.height, dtype=bool)))
+            scored.append(group.select(*by).with_columns(scores))
+        else:
+            rows = score_questions(group, blind.replies(), "harness", None)
+            scored.append(rows.select(*by, pl.col("score").cast(pl.Float64)))
+    means = pl.concat(scored).group_by(list(by)).agg(pl.col("score").mean())
     return {tuple(r[c] for c in by): r["score"] for r in means.iter_rows(named=True)}

@@ -167,7 +167,10 @@ def _scan(paths: Sequence[UPath], table_name: str, columns: Sequence[str] | None
     # Each batch (one per file) becomes polars as it arrives, so Arrow never holds the whole table too.
     batches = dataset.to_batches(columns=list(columns) if columns is not None else None, batch_size=_MAX_BATCH_ROWS)
     frames = [pl.from_arrow(batch) for batch in batches if batch.num_rows]
-    if len(frames) != non_empty:
+    # A file of several row groups comes as several batches, chunked unlike ``pq.read_table``; that matters
+    # only for a whole table, which may be written again. A read of some columns (a step deciding on them) takes
+    # the scan's batches: falling back would read every column of the file, gigabytes for the dataset-wide qa.
+    if columns is None and len(frames) != non_empty:
         return None
     if not frames:
         empty = schemas.empty(table_name)

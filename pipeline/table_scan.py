@@ -41,15 +41,24 @@ class TableParts:
     name: str
     paths: tuple[UPath, ...]
     keep: pl.Expr | None = field(default=None, compare=False)  # only the rows it is true on (``where``)
+    held: pl.DataFrame | None = field(default=None, compare=False, repr=False)  # some columns, already read
 
     def where(self, keep: pl.Expr | None) -> TableParts:
         """The same files, read with only the rows ``keep`` is true on (None: every row)."""
         return TableParts(self.name, self.paths, keep)
 
+    def holding(self, columns: pl.DataFrame) -> TableParts:
+        """The same rows, with ``columns`` (exactly the rows a read would give, in order) already in memory:
+        a read of only those columns returns them instead of reading the files again (the release holds the
+        qa table's narrow columns while its gate reads some of them)."""
+        return TableParts(self.name, self.paths, self.keep, columns)
+
     def _kept(self, df: pl.DataFrame) -> pl.DataFrame:
         return df if self.keep is None else df.filter(self.keep)
 
     def read(self, columns: Sequence[str] | None = None) -> pl.DataFrame:
+        if columns is not None and self.held is not None and set(columns) <= set(self.held.columns):
+            return self.held.select(columns)
         if self.keep is None:
             return read_tables(self.paths, self.name, columns)
         if columns is None:
@@ -64,9 +73,10 @@ class TableParts:
             yield self._kept(read_tables(self.paths[start : start + files], self.name))
 
     def slices(self) -> Iterator[pl.DataFrame]:
-        """The table one row group at a time, in row order, each conformed and chunked as ``pq.read_table``
-        chunks it (``READ_BATCH_ROWS``): for a table too large to hold whole (``expectations.checks.SlicedView``,
-        the release's qa)."""
+        """The table one chunk of ``pq.read_table`` (``READ_BATCH_ROWS`` rows of a row group) at a time, in row
+        order, each conformed: for a table too large to hold whole (``expectations.checks.SlicedView``, the
+        release's qa). A slice is one chunk, so frames written from them keep ``pq.read_table``'s chunks (and
+        bytes); a whole row group (a million rows of every column) at once cost gigabytes."""
         import pyarrow.parquet as pq
 
         schema = schemas.schema(self.name)
@@ -83,12 +93,9 @@ class TableParts:
             if groups.num_row_groups == 0:
                 yield schemas.empty(self.name)
             for index in range(groups.num_row_groups):
-                # Chunked as ``pq.read_table`` chunks it, so a table written from the slices (the release's qa)
-                # is the same bytes as one written from the whole read.
-                batches = groups.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=[index])
-                table = pa.Table.from_batches(list(batches), schema=groups.schema_arrow)
-                frame = pl.from_arrow(table)
-                yield self._kept(frame if table.schema.equals(schema) else schemas.conform(self.name, frame))
+                for batch in groups.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=[index]):
+                    frame = pl.from_arrow(pa.Table.from_batches([batch], schema=groups.schema_arrow))
+                    yield self._kept(frame if batch.schema.equals(schema) else schemas.conform(self.name, frame))
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -96,7 +103,7 @@ class TableParts:
     def only(self, keys) -> TableParts:
         """The files of the scans ``keys`` (``<dataset>/<scene_id>``), in the same order: what a release holds."""
         wanted = set(keys)
-        return TableParts(self.name, tuple(p for p in self.paths if scan_key_of(p) in wanted), self.keep)
+        return TableParts(self.name, tuple(p for p in self.paths if scan_key_of(p) in wanted), self.keep)  # held: not these rows
 
 
 @dataclass(frozen=True)

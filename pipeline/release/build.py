@@ -172,7 +172,10 @@ def build_release(
     # (``narrow_qa``) and its full rows are streamed a row group at a time to the gate, the release and the report.
     streamed = qa_file(config) if tables is None and not config.samplers else None
     if tables is None:
-        names = [n for n in RELEASED_TABLES + REPORT_TABLES if streamed is None or n != "qa"]
+        # The gallery reads visibility for the few scans it shows (``visibility_of``); only the samplers'
+        # section needs every scan's.
+        report_tables = REPORT_TABLES if config.samplers else ()
+        names = [n for n in RELEASED_TABLES + report_tables if streamed is None or n != "qa"]
         tables = collect_tables(config, names=names, keys=keys)
         if streamed is not None:
             tables["qa"] = narrow_qa(streamed.paths[0])
@@ -188,6 +191,8 @@ def build_release(
     outcomes = release_verdict_outcomes(tables, verdicts, excluded_keys, previous[1] if previous else None)
     full_qa = streamed.where(rejection_filter(tables["qa"], verdicts)) if streamed is not None else None
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
+    if full_qa is not None:  # the gate's reads of narrow columns take the rows held here, not a second read
+        full_qa = full_qa.holding(tables["qa"])
     videos = _release_videos(tables, out_root)  # what the released questions play; the gate does not change qa
     if "dummy_videos" in tables:  # every released row names a video the release ships (before the gate sees it)
         tables["dummy_videos"] = shipped_dummy_videos(tables["dummy_videos"], videos)
@@ -227,6 +232,7 @@ def build_release(
                 previous_version=previous[0] if previous else None,
                 release=release_facts(release_version, config),
                 frames_of=lambda keys: read_dataset_table(config.tables_root, "frames", config.storage_options, keys),
+                visibility_of=lambda keys: read_dataset_table(config.tables_root, "visibility", config.storage_options, keys),
                 sampler_validity=_sampler_validity(tables, config),
                 question_rows=None if full_qa is None else lambda ids: _rows_of(full_qa, ids),
                 baselines=baselines,

@@ -398,6 +398,7 @@ def render_report(
     frames_of: FramesOf | None = None,
     question_rows: Callable[[list[str]], pl.DataFrame] | None = None,
     baselines: list[dict] | None = None,
+    visibility_of: FramesOf | None = None,
 ) -> str:
     """The page; ``sampler_validity`` is the frame samplers' validity section (``pipeline.sampling.validity``);
     ``verdicts`` are ``verdict_outcomes`` (each verdict, applied or why not), ``previous_qa`` the qa table of the
@@ -406,11 +407,12 @@ def render_report(
     has no ``frames`` table (the plans' camera paths), ``question_rows`` the full rows of the sampled questions
     (by id) when ``tables["qa"]`` holds only the columns the counts, charts and baselines read; ``baselines`` the
     real-video ``baseline_rows`` when the caller has them (the release writes the same rows to its manifest: the
-    blind baseline is worth computing once)."""
+    blind baseline is worth computing once); ``visibility_of`` the per-frame visibility of the sampled questions'
+    scans when ``tables`` has no ``visibility`` table (millions of rows at thousands of scans, a few scans shown)."""
     qa = tables["qa"]
     budget_names = tuple(budgets or frame_budgets())  # the columns of every per-budget table
     frame_samples = tables.get("frame_samples", pl.DataFrame())
-    visibility = tables.get("visibility", pl.DataFrame())
+    visibility = tables.get("visibility")
     object_visibility = tables.get("object_visibility", pl.DataFrame())
     parts = [f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{_esc(title)}</title><style>{CSS}</style></head><body>"]
     scans = tables.get("scans", pl.DataFrame())
@@ -549,8 +551,11 @@ def render_report(
         samples = [whole[row["id"]] for row in samples]
     # The sampled questions' scans only, once: every item would otherwise scan every scan's frames.
     shown = sorted({row["key"] for row in samples})
+    if visibility is None:
+        visibility = (visibility_of(shown) if visibility_of is not None and shown else None)
     frame_samples, visibility = (
-        df.filter(pl.col("key").is_in(shown)) if "key" in df.columns else df for df in (frame_samples, visibility)
+        df.filter(pl.col("key").is_in(shown)) if "key" in df.columns else df
+        for df in (frame_samples, pl.DataFrame() if visibility is None else visibility)
     )
     objects = tables.get("objects", pl.DataFrame())
     labels = {}

@@ -242,6 +242,10 @@ def _spill_path(folder: Path, profile: str, batch: int) -> Path:
     return folder / f"{profile}-{batch:06d}.parquet"
 
 
+def _view_path(folder: Path, profile: str, batch: int) -> Path:
+    return folder / f"{profile}-view-{batch:06d}.parquet"
+
+
 def _counts(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
     parts = [f.group_by("profile", "question_type").len() for f in frames]
     if not parts:
@@ -272,7 +276,7 @@ def streamed_qa_parts(
     profs = [_profile(p) for p in profiles]
     with tempfile.TemporaryDirectory(prefix="scan2qa-qa-") as folder:
         spill = Path(folder)
-        views: dict[str, list[pl.DataFrame]] = {p.name: [] for p in profs}
+        views: dict[str, list[Path]] = {p.name: [] for p in profs}
         ranges: list[tuple] = []
         id_hashes = []
         ordered = True
@@ -287,7 +291,10 @@ def streamed_qa_parts(
             for prof in profs:
                 survivors = schemas.conform("qa", _per_scan_steps(batch, prof, seed, pins))
                 survivors.write_parquet(_spill_path(spill, prof.name, index), **SPILL_OPTIONS)
-                views[prof.name].append(decision_view(survivors, index))
+                # The view waits on disk too: small frames kept between batches of large transient ones pin the
+                # allocator's pages (2,000 scans' views held three times their size); read back at once below.
+                decision_view(survivors, index).write_parquet(_view_path(spill, prof.name, index), **SPILL_OPTIONS)
+                views[prof.name].append(_view_path(spill, prof.name, index))
                 del survivors
             del batch
             batches = index + 1
@@ -301,7 +308,8 @@ def streamed_qa_parts(
             return
         kept = {}
         for prof in profs:
-            view = pl.concat(views.pop(prof.name)) if batches else decision_view(schemas.empty("qa"), 0)
+            files = views.pop(prof.name)
+            view = pl.concat([pl.read_parquet(f) for f in files]) if batches else decision_view(schemas.empty("qa"), 0)
             kept[prof.name] = _benchmark_decisions(view, prof, seed, drops, pins)
             del view
         yield QaStream(

@@ -87,7 +87,7 @@ def qa(
     storage: StorageResource,
     run_config: RunConfigResource,
     qa_candidates: TableParts,
-    pinpoint_qa: pl.DataFrame,
+    pinpoint_qa: TableParts,
     scan_membership: pl.DataFrame,
 ):
     from pipeline.qa.finalize import streamed_qa_parts
@@ -106,11 +106,15 @@ def qa(
         seed=config.seed, drops=drops, pinned=pinned,
     ) as decided:
         counts = decided.counts
-        tail = [schemas.conform("qa", pinpoint_qa)] if "pinpointqa" in config.profiles else []
-        if tail:
-            counts = pl.concat([counts, tail[0].group_by("profile", "question_type").len().cast({"len": pl.UInt32})])
+        pinpoint = "pinpointqa" in config.profiles
+        if pinpoint:
+            kinds = pinpoint_qa.read(["profile", "question_type"])
+            counts = pl.concat([counts, kinds.group_by("profile", "question_type").len().cast({"len": pl.UInt32})])
         counts = counts.group_by("profile", "question_type").agg(pl.col("len").sum()).sort("profile", "question_type")
         per_type = {f"{r['profile']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
+        # The PinpointQA rows come last, read when the writer reaches them: a million rows at 10,000 scans that
+        # need not wait in memory through the decisions.
+        tail = (schemas.conform("qa", pinpoint_qa.read()) for _ in range(1 if pinpoint else 0))
         frames = itertools.chain(decided.frames(), tail)
         yield dg.Output(TableFrames("qa", frames), output_name="qa", metadata={"per_type": dg.MetadataValue.json(per_type)})
     record = schemas.conform("qa_distribution_drops", pl.concat(drops)) if drops else schemas.empty("qa_distribution_drops")

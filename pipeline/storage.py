@@ -221,6 +221,17 @@ def _write_frames_to(sink, table_name: str, frames: Iterable[pl.DataFrame], comb
 
 
 
+def release_arrow_memory() -> None:
+    """Give back the pages Arrow's allocator keeps after a large read or write.
+
+    Arrow's pool (mimalloc) holds freed pages for reuse and never returns them on its own, while polars' allocator
+    does after a few seconds; in a dataset-wide run, steps follow one another in one process, so each step's
+    transient Arrow buffers (a scan of thousands of per-scan files, a row group being written) would stay
+    resident through every later step.
+    """
+    pa.default_memory_pool().release_unused()
+
+
 def read_table(path: UPath, table_name: str | None = None) -> pl.DataFrame:
     """Read a Parquet table (conformed to its schema when named); unreadable files are a one-line TableError."""
     # Arrow gets the bytes, not the Python file object: such an object handed to Arrow was freed by an Arrow

@@ -25,7 +25,7 @@ import dagster as dg
 import polars as pl
 from upath import UPath
 
-from pipeline.storage import read_table, upath, write_frames, write_table
+from pipeline.storage import read_table, release_arrow_memory, upath, write_frames, write_table
 from pipeline.table_scan import TableFrames, TableParts, existing
 
 
@@ -61,6 +61,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             table = _table_name(context.asset_key)
             path = self.table_path(table, context.asset_partition_key if context.has_asset_partitions else None)
             rows, head = write_frames(path, table, obj.frames)
+            release_arrow_memory()  # a row group of the largest table was just written
             context.add_output_metadata(materialization_metadata(table, head, path, rows=rows))
             return
         if not isinstance(obj, pl.DataFrame):
@@ -69,6 +70,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         partition_key = context.asset_partition_key if context.has_asset_partitions else None
         path = self.table_path(table, partition_key)
         write_table(path, table, obj)
+        if partition_key is None:  # a dataset-wide table: its write's buffers would stay for the next steps
+            release_arrow_memory()
         from assets.catalog import materialization_metadata
 
         context.add_output_metadata(materialization_metadata(table, obj, path))
@@ -85,4 +88,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         if len(keys) == 1 and context.has_partition_key:
             return read_table(self.table_path(table, keys[0]), table)
         parts = TableParts(table, existing([self.table_path(table, key) for key in keys]))
-        return parts if wanted is TableParts else parts.read()
+        if wanted is TableParts:
+            return parts
+        whole = parts.read()
+        release_arrow_memory()  # the scan of every partition's file leaves its buffers in Arrow's pool
+        return whole

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import schemas
+from pipeline import schemas, storage
 from pipeline.qa.balance import balance_letters
 from pipeline.qa.distribution import control_distribution
 from pipeline.qa.duplicates import drop_near_duplicates
@@ -298,6 +298,7 @@ def streamed_qa_parts(
                 del survivors
             del batch
             batches = index + 1
+        storage.release_arrow_memory()  # the batches' scans left their buffers in Arrow's pool
         ordered = ordered and all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))
         if not ordered or (id_hashes and pl.concat(id_hashes)["h"].is_duplicated().any()):
             # A scan in two batches, an id in two batches (or a hash collision), keys out of order: decide on

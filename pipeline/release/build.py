@@ -90,13 +90,6 @@ def _with_wide_nulls(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.lit(None, dtype=pl.String).alias(c) for c in ("template", "instruction", "geometry"))
 
 
-def _release_arrow_memory() -> None:
-    """Give back what Arrow's allocator keeps after the qa slices (it holds freed pages for reuse)."""
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
-
-
 def _rows_of(qa: TableParts, ids: list[str]) -> pl.DataFrame:
     """The full rows of the questions ``ids``, one row group at a time (a few rows kept of each)."""
     wanted = pl.Series(sorted(set(ids)), dtype=pl.String).implode()
@@ -201,7 +194,7 @@ def build_release(
         tables["dummy_videos"] = shipped_dummy_videos(tables["dummy_videos"], videos)
     shipped = videos | _visibility_files(tables, out_root)
     gate = run_release_gate(tables if full_qa is None else tables | {"qa": full_qa}, config)
-    _release_arrow_memory()
+    storage.release_arrow_memory()
     gate_dict = _with_meanings(gate.to_dict(), config)
     if not gate.success:
         raise ReleaseBlocked(gate.summary(), gate_dict)
@@ -209,7 +202,7 @@ def build_release(
     released = {k: v for k, v in tables.items() if k in RELEASED_TABLES}
     if full_qa is not None:  # row group by row group, each its own chunk: the bytes of the table read whole
         released["qa"] = SerializedTable(*frames_bytes("qa", full_qa.slices(), combine=False))
-        _release_arrow_memory()
+        storage.release_arrow_memory()
     # The gallery reads frames with OpenCV: videos on an object store are fetched (only those it shows), into a
     # temporary folder removed on the way out; local videos are read where they are.
     with tempfile.TemporaryDirectory(prefix="scan2qa-gallery-") if not local else _no_folder() as gallery_tmp:

@@ -90,12 +90,14 @@ class TableParts:
                 groups = pq.ParquetFile(source)
             except (OSError, ValueError) as exc:
                 raise storage.TableError(f"{path}: not a readable Parquet table ({str(exc).splitlines()[0]})") from None
-            if groups.num_row_groups == 0:
-                yield schemas.empty(self.name)
+            given = 0
             for index in range(groups.num_row_groups):
                 for batch in groups.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=[index]):
                     frame = pl.from_arrow(pa.Table.from_batches([batch], schema=groups.schema_arrow))
+                    given += 1
                     yield self._kept(frame if batch.schema.equals(schema) else schemas.conform(self.name, frame))
+            if not given:  # an empty table (no row group, or one of no rows) is still one slice, with its columns
+                yield schemas.empty(self.name)
 
     def __len__(self) -> int:
         return len(self.paths)

@@ -97,3 +97,13 @@ def test_slices_are_chunked_as_a_whole_read(monkeypatch, tmp_path):
     keep = pl.col("rank") % 3 != 0
     released, _ = storage.frames_bytes("frame_samples", (s.filter(keep) for s in slices), combine=False)
     assert released == storage.parquet_bytes("frame_samples", whole.filter(keep))
+
+
+def test_an_empty_table_is_one_slice_with_its_columns(tmp_path):
+    """A release of no question still hands the gate one (empty) slice with the table's columns."""
+    from pipeline.table_scan import TableParts
+
+    path = UPath(tmp_path / "qa.parquet")
+    storage.write_table(path, "qa", schemas.empty("qa"))
+    slices = list(TableParts("qa", (path,)).slices())
+    assert len(slices) == 1 and slices[0].height == 0 and slices[0].schema == schemas.empty("qa").schema

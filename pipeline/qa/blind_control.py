@@ -32,15 +32,15 @@ MAX_PASSES = 40
 MIN_KEPT_SHARE = 0.5  # the blind control never takes more than half of what the other rules kept
 
 
-def blind_target(part: pl.DataFrame, rule, mcq: bool, rows: np.ndarray | None = None) -> tuple[float, float] | None:
-    """(low, high) the blind score of ``part``'s ``rows`` (all: None) must stay within, or None when the rule
-    sets no blind bound."""
+def blind_target(option_counts: np.ndarray, rule, mcq: bool, rows: np.ndarray | None = None) -> tuple[float, float] | None:
+    """(low, high) the blind score of the questions ``rows`` (all: None) must stay within, or None when the rule
+    sets no blind bound; ``option_counts`` is each question's number of options."""
     settings = rule.balance or {}
     if not settings.get("blind"):
         return None
     margin = float(settings.get("blind_margin", BLIND_MARGIN))
     if mcq:
-        chance = metrics.chance_of_choices(part["options"].list.len().fill_null(0).to_numpy(), rows)
+        chance = metrics.chance_of_choices(option_counts, rows)
         return chance - margin, chance + margin
     ceiling = settings.get("max_frequency")
     return (-math.inf, float(ceiling)) if ceiling is not None else None
@@ -56,6 +56,7 @@ def control_blind(
     several times on one part reads it once.
     """
     blind = BlindGroup(part) if blind is None else blind
+    option_counts = part["options"].list.len().fill_null(0).to_numpy()
     start = keep
     keep = keep.copy()
     movable = np.ones(keep.size, dtype=bool) if pinned is None else ~pinned
@@ -63,7 +64,7 @@ def control_blind(
         rows = np.flatnonzero(keep)
         if rows.size == 0:
             return start
-        target = blind_target(part, rule, mcq, rows)
+        target = blind_target(option_counts, rule, mcq, rows)
         if target is None:
             return keep
         low, high = target

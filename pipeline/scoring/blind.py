@@ -129,8 +129,7 @@ class BlindGroup:
         self.right_code = inverse[each.height:]
         # Every option whose text is the correct one counts as right (two options may share a text).
         self.right_slots = (self.codes == self.right_code[:, None]).sum(axis=1)
-        counts = options.list.len().fill_null(0).to_numpy()
-        self.chance = np.where(counts > 0, 1.0 / np.maximum(counts, 1), 0.0)
+        self.chance = metrics.choice_chances(options.list.len().fill_null(0).to_numpy())
         self.texts = frame.select("row").join(
             each.group_by("row").agg("text"), on="row", how="left"
         ).sort("row")["text"].to_list()
@@ -158,13 +157,13 @@ class BlindGroup:
         correct = np.bincount(self.right_code[train], weights=self.right_slots[train], minlength=self.vocabulary)
         return appear, correct
 
-    def _choices(self, answered: np.ndarray, keep: np.ndarray) -> np.ndarray:
-        """The option index each answered row picks (-1: the row has no options)."""
+    def _choices(self, keep: np.ndarray) -> np.ndarray:
+        """The option index each kept row picks (-1: the row has no options), the prior fitted on the kept rows."""
         picks = np.full(self.size, -1, dtype=np.int64)
         training = keep & self.real
         total_appear, total_correct = self._choice_counts(training)
         for fold in self.folds:
-            rows = np.flatnonzero(answered & (self.fold == fold))
+            rows = np.flatnonzero(keep & (self.fold == fold))
             if rows.size == 0:
                 continue
             appear_in, correct_in = self._choice_counts(training & (self.fold == fold))
@@ -205,12 +204,12 @@ class BlindGroup:
         found = best_constant(self.values[rows])
         return found[1] if found else None
 
-    def _numbers(self, answered: np.ndarray, keep: np.ndarray) -> np.ndarray:
-        """The number each answered row is given (nan: no answer)."""
+    def _numbers(self, keep: np.ndarray) -> np.ndarray:
+        """The number each kept row is given (nan: no answer), the prior fitted on the kept rows."""
         out = np.full(self.size, math.nan)
         training = keep & self.real & self.finite
         for fold in self.folds:
-            in_fold = answered & (self.fold == fold)
+            in_fold = keep & (self.fold == fold)
             if not in_fold.any():
                 continue
             fallback: list = []  # the best constant of the whole type, worked out when a text needs it
@@ -241,10 +240,10 @@ class BlindGroup:
         keep = self._mask(keep)
         rows = np.flatnonzero(keep)
         if self.kind == "mcq":
-            picks = self._choices(keep, keep)
+            picks = self._choices(keep)
             return {self.ids[r]: (self.letters[r][picks[r]] if picks[r] >= 0 else "") for r in rows}
         if self.kind == "nq":
-            numbers = self._numbers(keep, keep)
+            numbers = self._numbers(keep)
             return {self.ids[r]: ("" if math.isnan(numbers[r]) else f"{numbers[r]:.6g}") for r in rows}
         if self.kind == "yesno":
             return {self.ids[r]: reply for r, reply in zip(rows, self._yes_no(keep)[rows])}
@@ -267,23 +266,11 @@ class BlindGroup:
         keep = self._mask(keep)
         if self.kind == "mcq":
             rows = np.flatnonzero(keep)
-            picks = self._choices(keep, keep)[rows]
+            picks = self._choices(keep)[rows]
             return np.where(picks >= 0, self.right_letter[rows, np.maximum(picks, 0)], False).astype(float)
         if self.kind == "nq":
-            return mean_relative_accuracies(self._numbers(keep, keep)[keep], self.values[keep])
+            return metrics.mean_relative_accuracies(self._numbers(keep)[keep], self.values[keep])
         raise ValueError(f"no array scoring for answer kind {self.kind!r}")
-
-
-def mean_relative_accuracies(predictions: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """``metrics.mean_relative_accuracy`` of each (prediction, target) pair: nan scores 0, a zero target needs 0."""
-    scores = np.zeros(predictions.size)
-    usable = np.isfinite(predictions) & np.isfinite(targets)
-    zero = usable & (targets == 0)
-    scores[zero] = (predictions[zero] == 0).astype(float)
-    rest = usable & (targets != 0)
-    error = np.abs(predictions[rest] - targets[rest]) / np.abs(targets[rest])
-    scores[rest] = (error[:, None] <= (1.0 - metrics.MRA_THRESHOLDS)[None, :]).mean(axis=1)
-    return scores
 
 
 def blind_predictions(qa: pl.DataFrame, seed: int = 0, folds: int = FOLDS) -> dict[str, str]:

@@ -114,6 +114,19 @@ def mean_relative_accuracy(prediction: float | None, target: float) -> float:
     return float(np.mean(relative_error <= 1.0 - MRA_THRESHOLDS))
 
 
+def mean_relative_accuracies(predictions: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """``mean_relative_accuracy`` of each (prediction, target) pair, on arrays: nan scores 0, a zero target
+    needs an exact 0 (the blind baseline scores millions of replies at once)."""
+    scores = np.zeros(predictions.size)
+    usable = np.isfinite(predictions) & np.isfinite(targets)
+    zero = usable & (targets == 0)
+    scores[zero] = (predictions[zero] == 0).astype(float)
+    rest = usable & (targets != 0)
+    error = np.abs(predictions[rest] - targets[rest]) / np.abs(targets[rest])
+    scores[rest] = (error[:, None] <= (1.0 - MRA_THRESHOLDS)[None, :]).mean(axis=1)
+    return scores
+
+
 def expected_mra_uniform(target: float, low: float, high: float, integer: bool) -> float:
     """Expected MRA of a uniform random guess on [low, high] (integers only if ``integer``).
 
@@ -272,11 +285,14 @@ def chance_score(question_type: str, ground_truths: Sequence[str], options: Sequ
     return 0.0
 
 
+def choice_chances(option_counts: np.ndarray) -> np.ndarray:
+    """Each multiple-choice question's chance of a random letter: 1/options, 0 without options."""
+    return np.where(option_counts > 0, 1.0 / np.maximum(option_counts, 1), 0.0)
+
+
 def chance_of_choices(option_counts: np.ndarray, rows: np.ndarray | None = None) -> float:
-    """The random baseline of multiple-choice questions with these option counts (of ``rows`` only, if given):
-    the mean of 1/options, a question without options scoring 0."""
-    counts = option_counts if rows is None else option_counts[rows]
-    return float(np.mean(np.where(counts > 0, 1.0 / np.maximum(counts, 1), 0.0)))
+    """The random baseline of multiple-choice questions with these option counts (of ``rows`` only, if given)."""
+    return float(np.mean(choice_chances(option_counts if rows is None else option_counts[rows])))
 
 
 # Dummy-video probes (ReVSI Tables 5-6): what each task is called and how it reads there.

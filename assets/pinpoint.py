@@ -113,12 +113,10 @@ def pinpoint_qa(
     from pipeline.pinpoint.splits import with_splits
     from pipeline.qa.balance import balance_letters
     from pipeline.release.membership import built_keys
-    from pipeline.storage import release_arrow_memory
 
     # Per-scan option orders are fixed per target; the correct letter is balanced over the whole benchmark.
     config = step_config(context, storage, run_config, __name__)
     candidates = pinpoint_qa_candidates.only(built_keys(scan_membership)).read()
-    release_arrow_memory()  # the scan of every scan's file leaves its buffers in Arrow's pool
     balanced = balance_letters(candidates, seed=config.seed, letters="ABCD")
     table = with_splits(balanced, config.pinpoint_config()).sort(["key", "budget", "question_type", "id"])
     counts = table.group_by("split", "question_type").len().sort("split", "question_type")

@@ -217,6 +217,7 @@ def _write_frames_to(sink, table_name: str, frames: Iterable[pl.DataFrame], comb
             flush(held)
         if rows == 0:
             writer.write_table(sch.empty_table())  # one empty row group, as write_table writes
+    release_arrow_memory()  # the row groups just written were the largest buffers of the step
     return rows, first if first is not None else schemas.empty(table_name)
 
 
@@ -227,7 +228,9 @@ def release_arrow_memory() -> None:
     Arrow's pool (mimalloc) holds freed pages for reuse and never returns them on its own, while polars' allocator
     does after a few seconds; in a dataset-wide run, steps follow one another in one process, so each step's
     transient Arrow buffers (a scan of thousands of per-scan files, a row group being written) would stay
-    resident through every later step.
+    resident through every later step. Called where those happen: after a multi-file scan
+    (``table_scan.read_tables``), a file's slices (``TableParts.slices``) and a streamed write
+    (``write_frames``, ``frames_bytes``).
     """
     pa.default_memory_pool().release_unused()
 

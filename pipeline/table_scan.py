@@ -96,6 +96,8 @@ class TableParts:
                     frame = pl.from_arrow(pa.Table.from_batches([batch], schema=groups.schema_arrow))
                     given += 1
                     yield self._kept(frame if batch.schema.equals(schema) else schemas.conform(self.name, frame))
+            del groups, source
+            storage.release_arrow_memory()
             if not given:  # an empty table (no row group, or one of no rows) is still one slice, with its columns
                 yield schemas.empty(self.name)
 
@@ -198,7 +200,9 @@ def read_tables(paths: Sequence[UPath], table_name: str, columns: Sequence[str] 
             raise
         except (OSError, ValueError, pa.ArrowException):
             df = None  # the per-file read below names the file that caused it
-    if df is not None:
-        return df
-    df = read_files(paths, table_name)
-    return df.select(columns) if columns is not None else df
+    if df is None:
+        df = read_files(paths, table_name)
+        df = df.select(columns) if columns is not None else df
+    if len(paths) > 1:
+        storage.release_arrow_memory()  # a dataset-wide read: its transient buffers would outlive the step
+    return df

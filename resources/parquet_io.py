@@ -61,7 +61,6 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             table = _table_name(context.asset_key)
             path = self.table_path(table, context.asset_partition_key if context.has_asset_partitions else None)
             rows, head = write_frames(path, table, obj.frames)
-            release_arrow_memory()  # a row group of the largest table was just written
             context.add_output_metadata(materialization_metadata(table, head, path, rows=rows))
             return
         if not isinstance(obj, pl.DataFrame):
@@ -88,8 +87,4 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         if len(keys) == 1 and context.has_partition_key:
             return read_table(self.table_path(table, keys[0]), table)
         parts = TableParts(table, existing([self.table_path(table, key) for key in keys]))
-        if wanted is TableParts:
-            return parts
-        whole = parts.read()
-        release_arrow_memory()  # the scan of every partition's file leaves its buffers in Arrow's pool
-        return whole
+        return parts if wanted is TableParts else parts.read()

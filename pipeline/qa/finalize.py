@@ -36,7 +36,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline import schemas, storage
+from pipeline import schemas
 from pipeline.qa.balance import balance_letters
 from pipeline.qa.distribution import control_distribution
 from pipeline.qa.duplicates import drop_near_duplicates
@@ -293,12 +293,12 @@ def streamed_qa_parts(
                 survivors.write_parquet(_spill_path(spill, prof.name, index), **SPILL_OPTIONS)
                 # The view waits on disk too: small frames kept between batches of large transient ones pin the
                 # allocator's pages (2,000 scans' views held three times their size); read back at once below.
-                decision_view(survivors, index).write_parquet(_view_path(spill, prof.name, index), **SPILL_OPTIONS)
-                views[prof.name].append(_view_path(spill, prof.name, index))
+                view_file = _view_path(spill, prof.name, index)
+                decision_view(survivors, index).write_parquet(view_file, **SPILL_OPTIONS)
+                views[prof.name].append(view_file)
                 del survivors
             del batch
             batches = index + 1
-        storage.release_arrow_memory()  # the batches' scans left their buffers in Arrow's pool
         ordered = ordered and all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))
         if not ordered or (id_hashes and pl.concat(id_hashes)["h"].is_duplicated().any()):
             # A scan in two batches, an id in two batches (or a hash collision), keys out of order: decide on

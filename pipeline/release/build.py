@@ -194,7 +194,6 @@ def build_release(
         tables["dummy_videos"] = shipped_dummy_videos(tables["dummy_videos"], videos)
     shipped = videos | _visibility_files(tables, out_root)
     gate = run_release_gate(tables if full_qa is None else tables | {"qa": full_qa}, config)
-    storage.release_arrow_memory()
     gate_dict = _with_meanings(gate.to_dict(), config)
     if not gate.success:
         raise ReleaseBlocked(gate.summary(), gate_dict)
@@ -202,7 +201,6 @@ def build_release(
     released = {k: v for k, v in tables.items() if k in RELEASED_TABLES}
     if full_qa is not None:  # row group by row group, each its own chunk: the bytes of the table read whole
         released["qa"] = SerializedTable(*frames_bytes("qa", full_qa.slices(), combine=False))
-        storage.release_arrow_memory()
     # The gallery reads frames with OpenCV: videos on an object store are fetched (only those it shows), into a
     # temporary folder removed on the way out; local videos are read where they are.
     with tempfile.TemporaryDirectory(prefix="scan2qa-gallery-") if not local else _no_folder() as gallery_tmp:

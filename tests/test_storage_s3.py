@@ -76,3 +76,31 @@ def test_real_scannet_scene_from_s3(tmp_path, s3, fixtures_dir, capsys):
     objects = read_table(upath(f"s3://{s3.name}/out/tables/objects/scannet/scene0000_00.parquet", s3.options), "objects")
     assert objects.height > 10
     assert json.dumps(sorted(objects["key"].unique().to_list())) == '["scannet/scene0000_00"]'
+
+
+def test_a_version_already_published_is_not_rewritten(tmp_path, s3):
+    """Two builds of the same tables: the second moves ``LATEST`` only, so a reader of the first never sees it change."""
+    from pipeline import schemas
+    from pipeline.release.atomic import publish, write_release
+
+    qa = schemas.from_rows("qa", [{"id": "q0", "key": "synthetic/s", "question_type": "object_counting_single",
+                                   "question": "?", "ground_truth": "1", "budget": "all", "profile": "revsi",
+                                   "video_kind": "real"}])
+    releases = upath(f"s3://{s3.name}/out/releases", s3.options)
+
+    def build(report: str, staging: str):
+        def reports(folder, version):
+            (folder / "report.html").write_text(report)  # reports differ from build to build (their time stamps)
+        return write_release(tmp_path / staging, {"qa": qa}, config={}, checks={}, extra_files=reports)
+
+    first = publish(build("first", "a"), releases)
+    manifest = releases / first.version / "manifest.json"
+    etag = manifest.fs.info(manifest.path)["ETag"]
+    (releases / "LATEST").write_text("r-other\n")
+    second = publish(build("second", "b"), releases)
+
+    assert second.version == first.version
+    assert manifest.fs.info(manifest.path, refresh=True)["ETag"] == etag
+    assert (releases / first.version / "report.html").read_text() == "first"
+    assert second.manifest == json.loads(manifest.read_text()) == first.manifest
+    assert (releases / "LATEST").read_text().strip() == first.version

@@ -280,21 +280,31 @@ def _stage_and_rename(staging, final, version, tables, table_bytes, config, chec
         os.rename(staging, final)
 
 
-def publish(local_release: Release, releases_uri, videos: dict[str, object] | None = None) -> str:
+def publish(local_release: Release, releases_uri, videos: dict[str, object] | None = None) -> Release:
     """Upload a locally staged release to an object store; ``LATEST`` is written last.
 
     ``videos`` maps release-relative paths to remote source paths, copied
-    store-side. Returns the remote release's URI.
+    store-side. A version whose manifest is already there is complete (the
+    manifest is uploaded last) and holds the same tables: its objects stay as
+    they are, only ``LATEST`` moves to it. Rewriting them would change the
+    manifest under readers (its reports differ from build to build) and fail
+    their reads (S3 GETs are pinned to the ETag they started with). Returns the
+    remote release, with the manifest it actually holds.
     """
     target = releases_uri / local_release.version
-    files = sorted(p for p in local_release.path.rglob("*") if p.is_file() and p.name != "manifest.json")
-    for path in files:
-        (target / str(path.relative_to(local_release.path))).write_bytes(path.read_bytes())
-    for rel, src in sorted((videos or {}).items()):
-        src.fs.copy(src.path, (target / rel).path)
-    (target / "manifest.json").write_bytes((local_release.path / "manifest.json").read_bytes())
+    manifest_path = target / "manifest.json"
+    if manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text())
+    else:
+        files = sorted(p for p in local_release.path.rglob("*") if p.is_file() and p.name != "manifest.json")
+        for path in files:
+            (target / str(path.relative_to(local_release.path))).write_bytes(path.read_bytes())
+        for rel, src in sorted((videos or {}).items()):
+            src.fs.copy(src.path, (target / rel).path)
+        manifest_path.write_bytes((local_release.path / "manifest.json").read_bytes())
+        manifest = local_release.manifest
     (releases_uri / "LATEST").write_text(local_release.version + "\n")
-    return str(target)
+    return Release(version=local_release.version, path=str(target), manifest=manifest)
 
 
 def _point_latest(releases_dir: Path, version: str) -> None:

@@ -256,9 +256,9 @@ def build_release(
             )
             remote = publish(staged, storage.upath(config.releases_root, config.storage_options), shipped)
     return ReleaseOutcome(
-        release=Release(version=staged.version, path=remote, manifest=staged.manifest),
-        report=f"{remote}/{REPORT_INDEX}",
-        data_docs=f"{remote}/{DATA_DOCS_INDEX}",
+        release=remote,
+        report=f"{remote.path}/{REPORT_INDEX}",
+        data_docs=f"{remote.path}/{DATA_DOCS_INDEX}",
         rejected=rejected,
         orphan_verdicts=orphans,
         verdicts=outcomes,

@@ -170,6 +170,55 @@ def test_the_control_holds_the_blind_baseline_within_five_points_of_chance():
     assert set(drops["reason"]) == {"the blind (text-only) baseline scored outside its bound on these questions"}
 
 
+def _unlucky_closest_rows() -> pl.DataFrame:
+    """160 closest-object questions over 20 scenes, no option text a prior, and a no-prior guess (a seeded letter)
+    right on 27 of 160, so the blind baseline sits under chance by more than the margin. The most frequent
+    correct text ("object00", 12 times in 70 offers: a rate under chance) is right only where the guess is, so
+    every question the blind pass drops lifts that text's share."""
+    names = [f"object{k:02d}" for k in range(1, 24)]
+    gen = np.random.default_rng(7)
+    rows = []
+    for i in range(160):
+        s = i // 8
+        order = [names[int(k)] for k in gen.choice(len(names), size=4, replace=False)]
+        if i < 70:
+            order[int(gen.integers(4))] = "object00"
+        rows.append({
+            "id": f"u{i:04d}", "key": f"scannet/scene{s:04d}_00", "dataset": "scannet", "scene_id": f"scene{s:04d}_00",
+            "profile": "revsi", "budget": "all", "question_type": "object_rel_distance_closest", "template": "t",
+            "question": f"which is closest to the chair {i}?", "options": [f"{l}. {t}" for l, t in zip("ABCD", order)],
+            "ground_truth": "A", "answer_value": None, "used_obj_ids": [], "video": "v.mp4", "video_kind": "real",
+            "geometry": json.dumps({"correct": order[0]}),
+        })
+    guesses = blind_predictions(schemas.from_rows("qa", rows))  # rows' guesses hash their id and option texts
+    top = [i for i, r in enumerate(rows) if r["options"]["ABCD".index(guesses[r["id"]])][3:] == "object00"][:12]
+    out = []
+    for i, row in enumerate(rows):
+        texts = [o[3:] for o in row["options"]]
+        guessed = "ABCD".index(guesses[row["id"]])
+        right = i in top or (i % 12 == 0 and texts[guessed] != "object00")
+        pick = guessed if right else next(k for k in range(4) if k != guessed and texts[k] != "object00")
+        out.append(dict(row, ground_truth="ABCD"[pick], geometry=json.dumps({"correct": texts[pick]})))
+    return schemas.from_rows("qa", out)
+
+
+def test_the_blind_pass_may_lift_a_content_baseline_far_under_its_bound():
+    """Dropping the few questions a no-prior guess gets wrong lifts the top correct text's share a little
+    (a few percent, far under chance): that is no new prior, and it must not undo the pass (issue 25 item 5)."""
+    qa = _unlucky_closest_rows()
+    key = ("revsi", "all", "real", "object_rel_distance_closest")
+    before = blind_scores(qa)[key]
+    kept, drops = control_distribution(qa, load_profile("revsi"), seed=0)
+    after = blind_scores(kept)[key]
+    assert before < 0.20 and abs(after - 0.25) <= 0.05 + 1e-9, (before, after)
+    assert 0 < drops.height <= 0.2 * qa.height
+    assert content_frequency("object_rel_distance_closest", json_correct(kept), True) <= 0.25 + 0.05
+
+
+def json_correct(qa: pl.DataFrame) -> list[str]:
+    return [json.loads(g)["correct"] for g in qa["geometry"].to_list()]
+
+
 def test_stats_show_best_constant_blind_candidates_and_interval(tmp_path, capsys):
     qa = qa_frame(revsi_rows(60, 2, budget="all"))
     stats = compute_stats(qa)

@@ -73,6 +73,22 @@ def test_the_bound_holds_for_the_best_constant_when_tied_modes_straddle_the_limi
     assert len(kept) >= 0.9 * bound, (len(kept), bound)
 
 
+def test_a_small_type_is_brought_under_its_ceiling_and_the_record_says_so():
+    """The 24 counting-multiple candidates of 20 synthetic scans at 16 frames (issue 25 item 5): kept whole by
+    the share cap their best constant scored 65% against 50%; no selection of more than 7 meets the ceiling
+    (the relaxation's bound), so the control keeps a small one and says so; every answer alike keeps the type."""
+    rule = load_profile("revsi").task("object_counting_multiple")
+    values = [4.0] * 9 + [5.0] * 8 + [6.0] * 4 + [7.0, 8.0, 14.0]
+    keep, reason = control_group(_numeric_part(values), rule, seed=0)
+    kept = [v for v, k in zip(values, keep) if k]
+    assert best_constant(kept)[0] <= 0.5 + 1e-12
+    assert len(kept) >= lp_upper_bound(values, 0.5) - 1 and len(kept) < 20
+    assert "constant answer scored above 50%" in reason and f"only {len(kept)} of 24 meet it" in reason
+    alike = [4.0] * 24  # no selection scores under the ceiling: the share-capped set stays, stats shows it
+    keep, _ = control_group(_numeric_part(alike), rule, seed=0)
+    assert keep.any()
+
+
 def _exact_max(values: list[float], ceiling: float) -> int:
     for size in range(len(values), 0, -1):
         for subset in itertools.combinations(values, size):

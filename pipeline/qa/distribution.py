@@ -22,11 +22,13 @@ configured per task in the profile's ``balance`` block (revsi only; the
   (``pipeline.scoring.best_constant``: it bounds the mode whatever the
   tie-break, which the mode alone did not: shrinking classes creates ties and
   the smallest tied answer scored below the limit while another scored above),
-  met by the largest selection ``constant_bound`` finds. Where no selection of
-  at least ``MIN_BOUNDED_QUESTIONS`` reaches it (answers too alike, e.g. a
-  handful of rooms of similar size) the type keeps its share-capped set and
-  its baseline shows in ``scan2qa stats``: dropping more would remove
-  questions, not the prior;
+  met by the largest selection ``constant_bound`` finds, however small: a
+  type kept whole over its ceiling is a type a constant answer passes (14
+  counting questions on 20 synthetic scans at 16 frames, best constant 65%
+  against 50%), while a small bounded one is only imprecise, and ``scan2qa
+  stats`` flags its 95% interval as too wide to rank models. Only where no
+  selection at all meets it (every answer alike) does the type keep its
+  share-capped set, its baseline shown in ``scan2qa stats``;
 * ``blind``: the text-only baseline is held to chance (``blind_control``);
 * the control never raises a baseline: a numeric mode depends on which
   questions are kept, so a choice of survivors that scores above the whole
@@ -164,7 +166,7 @@ def _max_share(classes: list[str], keep: np.ndarray) -> float:
     return max((kept.count(c) for c in set(kept)), default=0) / max(len(kept), 1)
 
 
-MIN_BOUNDED_QUESTIONS = 20  # fewer kept under a numeric ceiling: the ceiling is out of reach (the 95% interval is over 40 points)
+SMALL_BOUNDED = 20  # fewer kept under a numeric ceiling: the drop record says so (the 95% interval is over 40 points)
 RESAMPLE_ATTEMPTS = 16  # other seeded choices of which members of an over-full class stay, when the first raises the baseline
 
 
@@ -207,12 +209,14 @@ def _capped_keep(
             wide = keep_under_ceiling(values, order, np.ones(keep.size, dtype=bool), float(ceiling), pinned)
             if wide.sum() > chosen.sum() and _max_share(classes, wide) <= float(share) + 1e-12:
                 chosen = wide
-        if chosen.sum() < min(MIN_BOUNDED_QUESTIONS, keep.sum()):
-            # Out of reach: only a handful of answers this alike scores under the ceiling; keeping them would
-            # remove the questions, not the prior, so only the share cap applies and stats shows the baseline.
+        if not chosen.any():
+            # Out of reach: no selection scores under the ceiling (every answer alike), so only the share cap
+            # applies and stats shows the baseline.
             return keep, reason
         if (chosen != keep).any():
             reason = f"a constant answer scored above {100 * float(ceiling):g}% (the densest answers first)"
+            if chosen.sum() < SMALL_BOUNDED:
+                reason += f"; only {int(chosen.sum())} of {keep.size} meet it (too few to rank models)"
         return chosen, reason
     if ceiling is not None:
         step = max(1, cap // 25)
@@ -307,9 +311,9 @@ def _hold_blind(part: pl.DataFrame, rule: TaskRule, keep: np.ndarray, seed: int,
     blind = BlindGroup(part)
     for _ in range(BLIND_ROUNDS):
         after = control_blind(part, rule, keep, draws, pinned, mcq, blind)
-        if reached:  # the control met the ceiling: keep it met, unless that is out of reach for this set
+        if reached:  # the control met the ceiling: keep it met, unless no selection of this set does
             again = keep_under_ceiling(values, draws, after, float(ceiling), pinned)
-            after = again if again.sum() >= min(MIN_BOUNDED_QUESTIONS, after.sum()) else after
+            after = again if again.any() else after
         if (after == keep).all():
             break
         keep = after

@@ -59,18 +59,6 @@ def revsi_stats(tmp_path_factory):
     return compute_stats(qa, pl.concat(drops) if drops else None)
 
 
-# Not met on 20 scans at 100 frames (README, "On 20 synthetic scans"): 16 frames show too few repeated categories
-# for 20 spread counting-multiple questions (24 candidates; under 20 kept the control keeps the type whole), which
-# lifts the composite too, and the blind baseline of the relative-distance questions strays from chance by
-# cross-validation over 20 scenes (closest 19.4 at 64 and 31.2 at all, farthest 30.6 at 64; the control leaves
-# these 160 whole). Strict: a generator that meets one of them makes this test fail until the entry goes.
-KNOWN_UNMET = {
-    ("16", "object_counting_multiple"),
-    ("16", "object_counting"),
-    ("64", "object_rel_distance_closest"),
-    ("all", "object_rel_distance_closest"),
-    ("64", "object_rel_distance_farthest"),
-}
 CHECKS = [(b, t) for b in frame_budgets() for t in (*NUMERIC_BOUNDS, "object_counting", "object_rel_distance_closest",
           "object_rel_distance_farthest", "object_rel_direction_forward_easy", "object_rel_direction_forward_hard",
           "object_rel_direction_backward_easy", "object_rel_direction_backward_hard", "route_planning")
@@ -78,10 +66,7 @@ CHECKS = [(b, t) for b in frame_budgets() for t in (*NUMERIC_BOUNDS, "object_cou
 
 
 @pytest.mark.slow  # 20 scans ray cast at 100 frames: a few minutes on 2 shared cores
-@pytest.mark.parametrize("budget, question_type", [
-    pytest.param(b, t, marks=pytest.mark.xfail(strict=True, reason="not met on 20 scans")) if (b, t) in KNOWN_UNMET
-    else (b, t) for b, t in CHECKS
-])
+@pytest.mark.parametrize("budget, question_type", CHECKS)
 def test_twenty_synthetic_scans_meet_revsi_bounds(revsi_stats, budget, question_type):
     if question_type == "object_counting":  # the composite of both counting types
         entry = next(t for t in revsi_stats["tasks"]

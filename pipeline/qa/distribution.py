@@ -343,7 +343,8 @@ def _content_bound(part: pl.DataFrame, rule: TaskRule, mcq: bool, keep: np.ndarr
         return float(settings["max_frequency"])
     if mcq and settings.get("max_share") is not None:
         return float(settings["max_share"])
-    target = blind_target(part, rule, True, np.flatnonzero(keep)) if mcq else None
+    option_counts = part["options"].list.len().fill_null(0).to_numpy() if mcq else None
+    target = blind_target(option_counts, rule, True, np.flatnonzero(keep)) if mcq else None
     return target[1] if target is not None else -math.inf
 
 

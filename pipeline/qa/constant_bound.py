@@ -125,7 +125,30 @@ def keep_under_ceiling(
     ceiling: float,
     pinned: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The larger of the peeled selection and the rounded, repaired relaxation (a subset of ``keep``)."""
+    """The larger of the peeled selection and the rounded, repaired relaxation (a subset of ``keep``).
+
+    ``pinned`` rows stay. Pins the selection made without them keeps anyway change nothing (a reviewer who
+    accepts every released question gets the same release): that selection is taken. Otherwise the selection
+    built around the pins, when it meets the ceiling; when it cannot (a pin whose answer no spread of the
+    others bounds, as in a small type), the selection without them plus the pins, so a pin costs its type at
+    most its own place and never reopens the type whole. No selection at all (empty) stays out of reach.
+    """
+    free = _select_under_ceiling(values, draws, keep, ceiling)
+    if pinned is None or not (pinned & keep & ~free).any():
+        return free
+    held = _select_under_ceiling(values, draws, keep, ceiling, pinned)
+    if _meets(np.asarray(values, dtype=float), held, ceiling):
+        return held
+    return free | (pinned & keep) if free.any() else free  # none at all: out of reach, pins or not
+
+
+def _select_under_ceiling(
+    values: np.ndarray,
+    draws: np.ndarray,
+    keep: np.ndarray,
+    ceiling: float,
+    pinned: np.ndarray | None = None,
+) -> np.ndarray:
     values = np.asarray(values, dtype=float)
     draws = np.asarray(draws, dtype=float)
     peeled = peel_to_ceiling(values, draws, keep, ceiling, pinned)

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipeline.groups import sorted_groups
 from pipeline.qa.distribution import content_frequency, drops_path
 from pipeline.scoring.best_constant import best_constant
 from pipeline.scoring.blind import blind_scores
@@ -156,7 +157,7 @@ def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None, *, descri
     dropped = _drops_by_group(drops)
     blind = blind_scores(qa, by=GROUP)
     groups = []
-    for group_key, group in qa.sort(list(GROUP) + ["id"]).group_by(list(GROUP), maintain_order=True):
+    for group_key, group in sorted_groups(qa, GROUP):
         values = dict(zip(GROUP, group_key))
         question_type = values["question_type"]
         ground_truths = group["ground_truth"].to_list()

@@ -34,6 +34,7 @@ import math
 import numpy as np
 import polars as pl
 
+from pipeline.groups import sorted_groups
 from pipeline.scoring import metrics
 from pipeline.scoring.best_constant import best_constant
 from pipeline.scoring.parsing import finite_float, option_letters
@@ -294,10 +295,10 @@ def blind_scores(qa: pl.DataFrame, seed: int = 0, by=("profile", "budget", "vide
     if qa.is_empty():
         return {}
     qa = qa.with_columns(pl.col("video_kind").fill_null("real"))
-    if "scene_id" not in qa.columns:  # a slim frame (the report's): the scorer names the scene in its rows
-        qa = qa.with_columns(pl.col("key").alias("scene_id"))
     scored = []
-    for _, group in qa.sort("id").group_by(["profile", "budget", "question_type"], maintain_order=True):
+    for _, group in sorted_groups(qa, ["profile", "budget", "question_type"]):
+        if "scene_id" not in group.columns:  # a slim frame (the report's): the scorer names the scene in its rows
+            group = group.with_columns(pl.col("key").alias("scene_id"))
         blind = BlindGroup(group, seed)
         if blind.kind in ("mcq", "nq"):
             scores = pl.Series("score", blind.harness_scores(np.ones(group.height, dtype=bool)))

@@ -10,6 +10,7 @@ and Data Docs show the failing rows by id.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import polars as pl
@@ -238,52 +239,85 @@ def _member(df: pl.DataFrame, keys: pl.DataFrame, key_columns: list[str], name: 
     return df.with_columns(_found(df, keys.rename(dict(zip(keys.columns, key_columns))), key_columns).alias(name))
 
 
-def build_views(tables: dict[str, pl.DataFrame], min_questions_for_distribution: int = 40) -> dict[str, pl.DataFrame]:
-    """Views of every released table present in ``tables``, keyed by suite table name."""
+class Views(Mapping):
+    """The suites' views by table, each built when it is asked for and held by no one here.
+
+    The gate checks one suite at a time; views built all at once held a derived copy of every released table
+    beside the tables themselves (3 GB more at 10,000 scans). A view is built on every access: each suite
+    reads its own once. ``views[name] = df`` gives a table as its own view (a table checked but not released).
+    """
+
+    def __init__(self, builders: dict[str, Callable[[], pl.DataFrame]]):
+        self._builders = builders
+
+    def __getitem__(self, name: str) -> pl.DataFrame:
+        return self._builders[name]()
+
+    def __setitem__(self, name: str, table: pl.DataFrame) -> None:
+        self._builders[name] = lambda: table
+
+    def __contains__(self, name: object) -> bool:  # Mapping's own would build the view to answer
+        return name in self._builders
+
+    def __iter__(self):
+        return iter(self._builders)
+
+    def __len__(self) -> int:
+        return len(self._builders)
+
+
+def build_views(tables: dict[str, pl.DataFrame], min_questions_for_distribution: int = 40) -> Views:
+    """Views of every released table present in ``tables``, keyed by suite table name (built on access)."""
     from pipeline import schemas
 
     get = lambda name: tables.get(name, schemas.empty(name))  # noqa: E731
     scans, objects = get("scans"), get("objects")
-    scan_keys = scans.select("key")
-    object_keys = objects.select("key", "object_id")
-    views: dict[str, pl.DataFrame] = {}
+    object_keys = lambda: objects.select("key", "object_id")  # noqa: E731
+    member = lambda name, keys, on, flag: lambda: _member(tables[name], keys(), on, flag)  # noqa: E731
+    scan_keys = lambda: scans.select("key")  # noqa: E731
+    views: dict[str, Callable[[], pl.DataFrame]] = {}
     if "scans" in tables:
-        views["scans"] = scans
+        views["scans"] = lambda: scans
     if "objects" in tables:
-        extent_ok = [bool(e) and all(v > 0 for v in e) for e in objects["extent"].to_list()]
-        views["objects"] = _member(objects, scan_keys, ["key"], "scan_exists").with_columns(
-            pl.Series("extent_positive", extent_ok, dtype=pl.Boolean)
-        )
+        views["objects"] = lambda: _objects_view(objects, scan_keys())
     for name in ("rooms", "frame_samples"):
         if name in tables:
-            views[name] = _member(tables[name], scan_keys, ["key"], "scan_exists")
+            views[name] = member(name, scan_keys, ["key"], "scan_exists")
     if "object_visibility" in tables:
-        views["object_visibility"] = _member(tables["object_visibility"], object_keys, ["key", "object_id"], "object_exists")
+        views["object_visibility"] = member("object_visibility", object_keys, ["key", "object_id"], "object_exists")
     if "pinpoint_targets" in tables:
-        views["pinpoint_targets"] = _member(tables["pinpoint_targets"], object_keys, ["key", "object_id"], "object_exists")
+        views["pinpoint_targets"] = member("pinpoint_targets", object_keys, ["key", "object_id"], "object_exists")
     if "pinpoint_neighbors" in tables:
-        views["pinpoint_neighbors"] = _member(
-            tables["pinpoint_neighbors"], object_keys, ["key", "neighbor_id"], "object_exists"
-        )
+        views["pinpoint_neighbors"] = member("pinpoint_neighbors", object_keys, ["key", "neighbor_id"], "object_exists")
     if "dummy_videos" in tables:
-        views["dummy_videos"] = dummy_videos_view(tables["dummy_videos"], scans, objects)
+        views["dummy_videos"] = lambda: dummy_videos_view(tables["dummy_videos"], scans, objects)
     if "qa_distribution_drops" in tables:
-        drops = _member(tables["qa_distribution_drops"], scan_keys, ["key"], "scan_exists")
-        released = get("qa")
-        released_ids = released.read(["id"]) if isinstance(released, TableParts) else released.select("id")
-        views["qa_distribution_drops"] = drops.with_columns((~_found(drops, released_ids, ["id"])).alias("not_released"))
+        views["qa_distribution_drops"] = lambda: _drops_view(tables["qa_distribution_drops"], get("qa"), scan_keys())
     if "qa" in tables:
         qa = tables["qa"]
         visibility = get("object_visibility")
         if isinstance(qa, TableParts):  # too large to hold: its view a row group at a time, its columns on request
-            views["qa"] = SlicedView(
+            views["qa"] = lambda: SlicedView(
                 lambda: (qa_suite_view(piece, objects, scans, visibility) for piece in qa.slices()), qa.read
             )
-            views["qa_distribution"] = qa_distribution(qa.read(QA_DISTRIBUTION_COLUMNS), min_questions_for_distribution)
+            views["qa_distribution"] = lambda: qa_distribution(qa.read(QA_DISTRIBUTION_COLUMNS), min_questions_for_distribution)
         else:
-            views["qa"] = qa_suite_view(qa, objects, scans, visibility)
-            views["qa_distribution"] = qa_distribution(qa, min_questions_for_distribution)
-    return views
+            views["qa"] = lambda: qa_suite_view(qa, objects, scans, visibility)
+            views["qa_distribution"] = lambda: qa_distribution(qa, min_questions_for_distribution)
+    return Views(views)
+
+
+def _objects_view(objects: pl.DataFrame, scan_keys: pl.DataFrame) -> pl.DataFrame:
+    extent_ok = [bool(e) and all(v > 0 for v in e) for e in objects["extent"].to_list()]
+    return _member(objects, scan_keys, ["key"], "scan_exists").with_columns(
+        pl.Series("extent_positive", extent_ok, dtype=pl.Boolean)
+    )
+
+
+def _drops_view(drops: pl.DataFrame, released, scan_keys: pl.DataFrame) -> pl.DataFrame:
+    drops = _member(drops, scan_keys, ["key"], "scan_exists")
+    released_ids = released.read(["id"]) if isinstance(released, TableParts) else released.select("id")
+    return drops.with_columns((~_found(drops, released_ids, ["id"])).alias("not_released"))
 
 
 def qa_suite_view(qa: pl.DataFrame, objects: pl.DataFrame, scans: pl.DataFrame, object_visibility: pl.DataFrame) -> pl.DataFrame:

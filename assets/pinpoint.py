@@ -15,7 +15,7 @@ from assets.catalog import table_asset, table_out
 from assets.partitions import scan_partitions
 from assets.table_checks import PINPOINT_SUITES, check_spec, pinpoint_checks
 from assets.scene import partition_geometry
-from pipeline.table_scan import TableParts
+from pipeline.table_scan import TableFrames, TableParts
 from assets.step_config import step_config
 from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
@@ -109,7 +109,7 @@ def pinpoint_qa(
     run_config: RunConfigResource,
     pinpoint_qa_candidates: TableParts,
     scan_membership: pl.DataFrame,
-) -> pl.DataFrame:
+) -> TableFrames:
     from pipeline.pinpoint.splits import with_splits
     from pipeline.qa.balance import balance_letters
     from pipeline.release.membership import built_keys
@@ -122,4 +122,7 @@ def pinpoint_qa(
     counts = table.group_by("split", "question_type").len().sort("split", "question_type")
     per_split = {f"{r['split']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
     context.add_output_metadata({"per_split": dg.MetadataValue.json(per_split)})
-    return table
+    # Handed over as a one-shot stream of one frame: a run in one process (``scan2qa build``) keeps every output's
+    # value until the run ends, and this table (a million rows at 10,000 scans) would stay through the qa step
+    # and the release; the exhausted iterator lets it go once written.
+    return TableFrames("pinpoint_qa", iter([table]))

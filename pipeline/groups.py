@@ -17,14 +17,17 @@ import polars as pl
 ROW = "__row"
 
 
-def sorted_groups(df: pl.DataFrame, keys: Sequence[str], order: Sequence[str] = ("id",)) -> Iterator[tuple[tuple, pl.DataFrame]]:
-    """(key values, rows) per group of ``keys`` in sorted key order, each group's rows sorted by ``order``."""
+def sorted_groups(
+    df: pl.DataFrame, keys: Sequence[str], order: Sequence[str] = ("id",), where: pl.Expr | None = None
+) -> Iterator[tuple[tuple, pl.DataFrame]]:
+    """(key values, rows) per group of ``keys`` in sorted key order, each group's rows sorted by ``order``;
+    with ``where`` only the rows it selects (the groups of ``df.filter(where)``, with no filtered copy made)."""
     if df.height == 0:
         return
     keys, order = list(keys), [c for c in order if c not in keys]
-    index = (
-        df.select(*keys, *order).with_row_index(ROW).sort([*keys, *order])
-        .group_by(keys, maintain_order=True).agg(pl.col(ROW))
-    )
+    index = df.select(*keys, *order).with_row_index(ROW)
+    if where is not None:
+        index = index.filter(df.select(where).to_series())
+    index = index.sort([*keys, *order]).group_by(keys, maintain_order=True).agg(pl.col(ROW))
     for *key, rows in index.iter_rows():
         yield tuple(key), df.select(pl.all().gather(pl.Series(rows, dtype=pl.UInt32)))

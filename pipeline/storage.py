@@ -13,6 +13,8 @@ that ``tempfile`` uses for its temporary names.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import io
 import os
 import posixpath
@@ -217,13 +219,24 @@ def _write_frames_to(sink, table_name: str, frames: Iterable[pl.DataFrame], comb
             flush(held)
         if rows == 0:
             writer.write_table(sch.empty_table())  # one empty row group, as write_table writes
-    release_arrow_memory()  # the row groups just written were the largest buffers of the step
+    release_freed_memory()  # the row groups just written were the largest buffers of the step
     return rows, first if first is not None else schemas.empty(table_name)
 
 
 
-def release_arrow_memory() -> None:
-    """Give back the pages Arrow's allocator keeps after a large read or write.
+def _libc():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None  # glibc only (musl, macOS: nothing to trim)
+    except OSError:
+        return None
+
+
+_LIBC = _libc()
+
+
+def release_freed_memory() -> None:
+    """Give back the pages Arrow's allocator and the C heap keep after a large read or write.
 
     Arrow's pool (mimalloc) holds freed pages for reuse and never returns them on its own, while polars' allocator
     does after a few seconds; in a dataset-wide run, steps follow one another in one process, so each step's
@@ -231,8 +244,13 @@ def release_arrow_memory() -> None:
     resident through every later step. Called where those happen: after a multi-file scan
     (``table_scan.read_tables``), a file's slices (``TableParts.slices``) and a streamed write
     (``write_frames``, ``frames_bytes``).
+
+    The C heap is trimmed too: a scan of 10,000 small files leaves glibc's arenas holding freed metadata (0.5 GB
+    of 1.3 GB resident after reading three per-scan tables at 10,000 scans) that no later step reuses.
     """
     pa.default_memory_pool().release_unused()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
 
 
 def read_table(path: UPath, table_name: str | None = None) -> pl.DataFrame:

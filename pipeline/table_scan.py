@@ -97,7 +97,7 @@ class TableParts:
                     given += 1
                     yield self._kept(frame if batch.schema.equals(schema) else schemas.conform(self.name, frame))
             del groups, source
-            storage.release_arrow_memory()
+            storage.release_freed_memory()
             if not given:  # an empty table (no row group, or one of no rows) is still one slice, with its columns
                 yield schemas.empty(self.name)
 
@@ -204,5 +204,5 @@ def read_tables(paths: Sequence[UPath], table_name: str, columns: Sequence[str] 
         df = read_files(paths, table_name)
         df = df.select(columns) if columns is not None else df
     if len(paths) > 1:
-        storage.release_arrow_memory()  # a dataset-wide read: its transient buffers would outlive the step
+        storage.release_freed_memory()  # a dataset-wide read: its transient buffers would outlive the step
     return df

@@ -25,7 +25,7 @@ import dagster as dg
 import polars as pl
 from upath import UPath
 
-from pipeline.storage import read_table, release_arrow_memory, upath, write_frames, write_table
+from pipeline.storage import read_table, release_freed_memory, upath, write_frames, write_table
 from pipeline.table_scan import TableFrames, TableParts, existing
 
 
@@ -70,7 +70,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         path = self.table_path(table, partition_key)
         write_table(path, table, obj)
         if partition_key is None:  # a dataset-wide table: its write's buffers would stay for the next steps
-            release_arrow_memory()
+            release_freed_memory()
         from assets.catalog import materialization_metadata
 
         context.add_output_metadata(materialization_metadata(table, obj, path))

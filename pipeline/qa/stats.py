@@ -142,7 +142,14 @@ def ci95_width(kind: str, question_type: str, ground_truths: list[str], options:
     return 2 * 1.96 * math.sqrt(max(p * (1 - p), 0.0) / n)
 
 
-def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None, *, describe: bool = True) -> dict:
+def _rows(qa: pl.DataFrame, columns: list[str], where: pl.Expr | None) -> pl.DataFrame:
+    """``columns`` of the rows ``where`` selects: only those columns are copied."""
+    return qa.select(columns) if where is None else qa.select(columns).filter(qa.select(where).to_series())
+
+
+def compute_stats(
+    qa: pl.DataFrame, drops: pl.DataFrame | None = None, *, describe: bool = True, where: pl.Expr | None = None
+) -> dict:
     """Everything ``scan2qa stats`` prints, as one JSON-able object; ``drops``: the distribution record.
 
     ``describe=False`` gives per type only its baselines (frequency and content, before and after the
@@ -152,12 +159,13 @@ def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None, *, descri
     """
     qa = qa.with_columns(pl.col("video_kind").fill_null("real"))
     frequency = {
-        tuple(r[c] for c in GROUP): r for r in frequency_baseline(qa, by=GROUP).iter_rows(named=True)
+        tuple(r[c] for c in GROUP): r
+        for r in frequency_baseline(_rows(qa, [*GROUP, "id", "ground_truth"], where), by=GROUP).iter_rows(named=True)
     } if qa.height else {}
     dropped = _drops_by_group(drops)
-    blind = blind_scores(qa, by=GROUP)
+    blind = blind_scores(qa, by=GROUP, where=where)
     groups = []
-    for group_key, group in sorted_groups(qa, GROUP):
+    for group_key, group in sorted_groups(qa, GROUP, where=where):
         values = dict(zip(GROUP, group_key))
         question_type = values["question_type"]
         ground_truths = group["ground_truth"].to_list()
@@ -190,7 +198,7 @@ def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None, *, descri
             entry["content_frequency_baseline"] = entry["frequency_baseline"]
         groups.append(entry)
     if not describe:
-        return {"questions": qa.height, "types": groups}
+        return {"questions": _rows(qa, ["id"], where).height, "types": groups}
     tasks: dict[tuple, dict] = {}
     for entry in groups:
         k = (entry["profile"], entry["budget"], entry["video_kind"], task_of(entry["question_type"]))
@@ -222,10 +230,10 @@ def compute_stats(qa: pl.DataFrame, drops: pl.DataFrame | None = None, *, descri
         }
         for k, v in sorted(tasks.items())
     ]
-    return {"questions": qa.height, "types": groups, "tasks": task_rows}
+    return {"questions": _rows(qa, ["id"], where).height, "types": groups, "tasks": task_rows}
 
 
-def baseline_rows(qa: pl.DataFrame, drops: pl.DataFrame | None = None) -> list[dict]:
+def baseline_rows(qa: pl.DataFrame, drops: pl.DataFrame | None = None, where: pl.Expr | None = None) -> list[dict]:
     """One row per (profile, budget, video kind, type) for a report's baseline table.
 
     Keys: profile, budget, video_kind, question_type, questions, dropped (by the
@@ -247,7 +255,7 @@ def baseline_rows(qa: pl.DataFrame, drops: pl.DataFrame | None = None) -> list[d
             "blind": e.get("blind_baseline"), "candidates": e.get("candidates", e["questions"]),
             "ci95_width": e.get("ci95_width"), "ci_wide": e.get("ci_wide", False),
         }
-        for e in compute_stats(qa, drops, describe=False)["types"]
+        for e in compute_stats(qa, drops, describe=False, where=where)["types"]
     ]
 
 

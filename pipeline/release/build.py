@@ -25,7 +25,7 @@ from pipeline.release.atomic import (
     RELEASED_TABLES, Release, SerializedTable, code_revision, config_digest, publish, remove_abandoned_staging,
     write_release,
 )
-from pipeline.release.churn import previous_release_qa
+from pipeline.release.churn import churn, previous_release_qa
 from pipeline.release.membership import built_keys, excluded_scans, state_counts
 from pipeline.release.verdicts import (
     apply_verdicts, outcome_checks, read_verdicts, rejection_filter, release_verdict_outcomes,
@@ -187,6 +187,12 @@ def build_release(
     outcomes = release_verdict_outcomes(tables, verdicts, excluded_keys, previous[1] if previous else None)
     full_qa = streamed.where(rejection_filter(tables["qa"], verdicts)) if streamed is not None else None
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
+    # Counted now, from the qa rows this release ships (the gate does not change them): the previous release's
+    # ids (millions at 10,000 scans) need not stay through the gate and the report.
+    churn_rows = churn(previous[1], tables["qa"]) if previous else None
+    previous_version = previous[0] if previous else None
+    del previous
+    storage.release_freed_memory()  # the previous release's file was read whole, as bytes
     if full_qa is not None:  # the gate's reads of narrow columns take the rows held here, not a second read
         full_qa = full_qa.holding(tables["qa"])
     videos = _release_videos(tables, out_root)  # what the released questions play; the gate does not change qa
@@ -222,8 +228,8 @@ def build_release(
                 budgets=frame_budgets(config),
                 excluded_scans=excluded,
                 verdicts=outcomes,
-                previous_qa=previous[1] if previous else None,
-                previous_version=previous[0] if previous else None,
+                churn_rows=churn_rows,
+                previous_version=previous_version,
                 release=release_facts(release_version, config),
                 frames_of=lambda keys: read_dataset_table(config.tables_root, "frames", config.storage_options, keys),
                 visibility_of=lambda keys: read_dataset_table(config.tables_root, "visibility", config.storage_options, keys),
@@ -306,8 +312,8 @@ def released_baselines(tables: dict) -> list[dict]:
     qa = tables.get("qa")
     if qa is None or qa.is_empty():
         return []
-    real = qa.filter(pl.col("video_kind").fill_null("real") == "real")
-    return baseline_rows(real, tables.get("qa_distribution_drops")) if real.height else []
+    # The real-video rows, selected group by group: a filtered copy of the qa rows held would be gigabytes.
+    return baseline_rows(qa, tables.get("qa_distribution_drops"), where=pl.col("video_kind").fill_null("real") == "real")
 
 
 def _with_meanings(gate_dict: dict, config: Config) -> dict:

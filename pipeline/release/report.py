@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 
 from pipeline import seeding
-from pipeline.release.churn import CHURN_COLUMNS, churn, churn_totals
+from pipeline.release.churn import CHURN_COLUMNS, churn_totals
 from pipeline.release.palette import object_colours
 from pipeline.release.plan_view import MAX_TICKS, ScenePlan, plan_svg, scene_plan
 from pipeline.scene.scan_notes import notes_html
@@ -391,7 +391,7 @@ def render_report(
     budgets: tuple[str, ...] | None = None,
     excluded_scans: dict | None = None,
     verdicts: list[dict] | None = None,
-    previous_qa: pl.DataFrame | None = None,
+    churn_rows: list[dict] | None = None,
     previous_version: str | None = None,
     sampler_validity: str = "",
     release: dict | None = None,
@@ -401,8 +401,8 @@ def render_report(
     visibility_of: FramesOf | None = None,
 ) -> str:
     """The page; ``sampler_validity`` is the frame samplers' validity section (``pipeline.sampling.validity``);
-    ``verdicts`` are ``verdict_outcomes`` (each verdict, applied or why not), ``previous_qa`` the qa table of the
-    release this one follows (its churn is shown), ``previous_version`` its name, ``release`` what names the release
+    ``verdicts`` are ``verdict_outcomes`` (each verdict, applied or why not), ``churn_rows`` the ``churn`` of this
+    release against the one it follows (shown when given), ``previous_version`` that release's name, ``release`` what names the release
     at the top (``release_stamp``), ``frames_of`` the camera poses of the sampled questions' scans when ``tables``
     has no ``frames`` table (the plans' camera paths), ``question_rows`` the full rows of the sampled questions
     (by id) when ``tables["qa"]`` holds only the columns the counts, charts and baselines read; ``baselines`` the
@@ -452,8 +452,8 @@ def render_report(
         )
     )
 
-    if previous_qa is not None:
-        parts.append(churn_section(churn(previous_qa, qa), previous_version))
+    if churn_rows is not None:
+        parts.append(churn_section(churn_rows, previous_version))
 
     # Answer distributions (real videos).
     parts.append(

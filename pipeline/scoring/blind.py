@@ -284,7 +284,9 @@ def blind_predictions(qa: pl.DataFrame, seed: int = 0, folds: int = FOLDS) -> di
     return out
 
 
-def blind_scores(qa: pl.DataFrame, seed: int = 0, by=("profile", "budget", "video_kind", "question_type")) -> dict[tuple, float]:
+def blind_scores(
+    qa: pl.DataFrame, seed: int = 0, by=("profile", "budget", "video_kind", "question_type"), where: pl.Expr | None = None
+) -> dict[tuple, float]:
     """The blind baseline's mean score per group, as the evaluator's ``score_question`` scores its replies.
 
     Choices and numbers are scored on arrays (``BlindGroup.harness_scores``, the same figures); the other
@@ -296,7 +298,7 @@ def blind_scores(qa: pl.DataFrame, seed: int = 0, by=("profile", "budget", "vide
         return {}
     qa = qa.with_columns(pl.col("video_kind").fill_null("real"))
     scored = []
-    for _, group in sorted_groups(qa, ["profile", "budget", "question_type"]):
+    for _, group in sorted_groups(qa, ["profile", "budget", "question_type"], where=where):
         if "scene_id" not in group.columns:  # a slim frame (the report's): the scorer names the scene in its rows
             group = group.with_columns(pl.col("key").alias("scene_id"))
         blind = BlindGroup(group, seed)

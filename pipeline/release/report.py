@@ -30,6 +30,7 @@ import numpy as np
 import polars as pl
 
 from pipeline import seeding
+from pipeline.groups import sorted_groups
 from pipeline.release.churn import CHURN_COLUMNS, churn_totals
 from pipeline.release.palette import object_colours
 from pipeline.release.plan_view import MAX_TICKS, ScenePlan, plan_svg, scene_plan
@@ -130,9 +131,11 @@ def bar_chart_svg(labels: list[str], values: list[float], title: str, width: int
 
 
 def _histogram(group: pl.DataFrame) -> tuple[list[str], list[float]]:
-    """Letter counts for choices, bins for numbers, label counts for short categorical answers (yes/no)."""
+    """Letter counts for choices, bins for numbers, label counts for short categorical answers (yes/no).
+
+    ``group``: ``ground_truth``, ``answer_value`` and ``n_options`` (each question's number of options)."""
     values = group["answer_value"].drop_nulls().to_numpy()
-    if group["options"].list.len().max() or (values.size == 0 and group["ground_truth"].n_unique() <= 12):
+    if group["n_options"].max() or (values.size == 0 and group["ground_truth"].n_unique() <= 12):
         counts = group["ground_truth"].value_counts().sort("ground_truth")
         return counts["ground_truth"].to_list(), [float(c) for c in counts["count"].to_list()]
     if values.size == 0:
@@ -460,10 +463,13 @@ def render_report(
         "<h2>Answer distributions</h2><p class=meta>Real-video questions of every budget; the number after each "
         "title is the chart's total.</p><div class=charts>"
     )
-    # Only what the charts and baselines read: copying every column of a million questions costs gigabytes.
-    charted = ["id", "key", "scene_id", "profile", "budget", "question_type", "video_kind", "question", "ground_truth", "options", "answer_value"]
-    real = qa.select(charted).filter(pl.col("video_kind") == "real")
-    for (profile, t), group in sorted(real.group_by(["profile", "question_type"]), key=lambda kv: kv[0]):
+    # Only what the charts read, one chart's rows at a time: the real-video rows copied and split at once were
+    # 3 GB at 10,000 scans (the option texts above all: a chart needs only their number).
+    charted = qa.select(
+        "id", "profile", "question_type", "video_kind", "ground_truth", "answer_value",
+        pl.col("options").list.len().fill_null(0).alias("n_options"),
+    )
+    for (profile, t), group in sorted_groups(charted, ["profile", "question_type"], where=pl.col("video_kind") == "real"):
         labels, values = _histogram(group)
         if labels:
             parts.append(bar_chart_svg(labels, values, f"{profile} · {t} ({group.height})"))
@@ -479,8 +485,9 @@ def render_report(
         "<em>before</em>: the content baseline before it; <em>95% CI</em>: the width of a score's interval on this "
         "many questions (flagged over 20 points: too few to rank models).</p>"
     )
-    if real.height:
-        rows = baselines if baselines is not None else baseline_rows(real, tables.get("qa_distribution_drops"))
+    real = pl.col("video_kind").fill_null("real") == "real"
+    if charted.select(real.any()).item():
+        rows = baselines if baselines is not None else baseline_rows(qa, tables.get("qa_distribution_drops"), where=real)
         pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"  # noqa: E731
         ci = lambda r: "n/a" if r["ci95_width"] is None else f"{100 * r['ci95_width']:.1f}" + (" (wide)" if r["ci_wide"] else "")  # noqa: E731
         parts.append(

@@ -242,8 +242,9 @@ def release_freed_memory() -> None:
     does after a few seconds; in a dataset-wide run, steps follow one another in one process, so each step's
     transient Arrow buffers (a scan of thousands of per-scan files, a row group being written) would stay
     resident through every later step. Called where those happen: after a multi-file scan
-    (``table_scan.read_tables``), a file's slices (``TableParts.slices``) and a streamed write
-    (``write_frames``, ``frames_bytes``).
+    (``table_scan.read_tables``), a file's slices (``TableParts.slices``), a streamed write (``write_frames``,
+    ``frames_bytes``), the IO manager's write of a dataset-wide table, and once the release has counted its
+    churn against the previous release's qa ids (read whole, then let go).
 
     The C heap is trimmed too: a scan of 10,000 small files leaves glibc's arenas holding freed metadata (0.5 GB
     of 1.3 GB resident after reading three per-scan tables at 10,000 scans) that no later step reuses.

@@ -343,8 +343,9 @@ def _content_bound(part: pl.DataFrame, rule: TaskRule, mcq: bool, keep: np.ndarr
         return float(settings["max_frequency"])
     if mcq and settings.get("max_share") is not None:
         return float(settings["max_share"])
-    option_counts = part["options"].list.len().fill_null(0).to_numpy() if mcq else None
-    target = blind_target(option_counts, rule, True, np.flatnonzero(keep)) if mcq else None
+    if not mcq:
+        return -math.inf
+    target = blind_target(part["options"].list.len().fill_null(0).to_numpy(), rule, True, np.flatnonzero(keep))
     return target[1] if target is not None else -math.inf
 
 

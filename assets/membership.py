@@ -118,7 +118,7 @@ def scan_states(
         if state == CHECKS_FAILED:
             error = "expectations failed: " + "; ".join(sorted(set(check_errors[key])))
         elif state == FAILED:
-            error = stored_run_failure(instance, failed_runs[key])
+            error = stored_run_failure(instance, failed_runs[key], key)
         elif state == IN_PROGRESS:
             error = "a run of this scan was still in progress when the release was decided"
         elif state == NOT_BUILT:
@@ -201,7 +201,7 @@ def _failed_checks(
     wanted = set(keys)
     found: dict[str, list[str]] = {}
     for key, run_id in failed_runs.items():
-        checks = stored_failed_checks(instance, run_id)
+        checks = stored_failed_checks(instance, run_id, key)
         if checks:
             found[key] = checks
     if not check_keys:
@@ -210,7 +210,7 @@ def _failed_checks(
     for info in storage.get_asset_check_partition_info(list(check_keys), partition_keys=list(keys)):
         if info.partition_key in wanted and info.latest_execution_status == AssetCheckExecutionRecordStatus.FAILED:
             if info.partition_key not in failed_runs:  # a failed run already named its checks
-                named = stored_failed_checks(instance, info.latest_planned_run_id) or [_named(info.check_key)]
+                named = stored_failed_checks(instance, info.latest_planned_run_id, info.partition_key) or [_named(info.check_key)]
                 found.setdefault(info.partition_key, []).extend(named)
     latest = storage.get_latest_asset_check_execution_by_key(list(check_keys))
     for check_key, record in latest.items():

@@ -16,7 +16,11 @@ from assets.partitions import scan_partitions
 from assets.table_checks import PINPOINT_SUITES, check_spec, pinpoint_checks
 from assets.scene import partition_geometry
 from pipeline.table_scan import TableFrames, TableParts
+from assets.scan_batches import (
+    PerScanTable, ScanTables, in_range, only_scan, per_scan, record_check_results, scan_backfill_policy,
+)
 from assets.step_config import step_config
+from pipeline.config import Config
 from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
@@ -36,6 +40,7 @@ PROFILE = "pinpointqa"
     },
     ins={"scans": dg.AssetIn("scans"), "objects": dg.AssetIn("objects")},
     partitions_def=scan_partitions,
+    backfill_policy=scan_backfill_policy(),
     group_name="pinpointqa",
     can_subset=False,
     check_specs=[check_spec(name, per_scan=True) for name in PINPOINT_SUITES],
@@ -44,25 +49,40 @@ def pinpoint_representation(
     context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource,
     scans: pl.DataFrame, objects: pl.DataFrame,
 ):
-    from pipeline import schemas
-    from pipeline.pinpoint.representation import build_representation
-
     config = step_config(context, storage, run_config, __name__)
+    if in_range(context):
+        built = per_scan(context, "pinpoint_representation",
+                         lambda key, **tables: representation_of(context, config, key, **tables),
+                         scans=scans, objects=objects)
+        yield dg.Output(ScanTables({key: pair[0] for key, pair in built.items()}), output_name="pinpoint_targets")
+        yield dg.Output(ScanTables({key: pair[1] for key, pair in built.items()}), output_name="pinpoint_neighbors")
+        yield from record_check_results(context, "pinpoint_representation", {
+            key: pinpoint_checks(targets, neighbors, only_scan(objects, key), config)
+            for key, (targets, neighbors) in built.items()
+        })
+        return
     key = context.partition_key
-    if PROFILE not in config.profiles:
-        targets, neighbors = schemas.empty("pinpoint_targets"), schemas.empty("pinpoint_neighbors")
-    else:
-        parsed = partition_geometry(context, config, scans, objects)
-        targets, neighbors = build_representation(
-            key, objects.filter(pl.col("key") == key), parsed, config=config.pinpoint_config()
-        )
+    targets, neighbors = representation_of(context, config, key, scans, objects)
     yield dg.Output(targets, output_name="pinpoint_targets")
     yield dg.Output(neighbors, output_name="pinpoint_neighbors")
     yield from pinpoint_checks(targets, neighbors, objects.filter(pl.col("key") == key), config)
 
 
+def representation_of(
+    context: dg.AssetExecutionContext, config: Config, key: str, scans: pl.DataFrame, objects: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    from pipeline import schemas
+    from pipeline.pinpoint.representation import build_representation
+
+    if PROFILE not in config.profiles:
+        return schemas.empty("pinpoint_targets"), schemas.empty("pinpoint_neighbors")
+    parsed = partition_geometry(context, config, scans, objects, key)
+    return build_representation(key, objects.filter(pl.col("key") == key), parsed, config=config.pinpoint_config())
+
+
 @dg.asset(
     partitions_def=scan_partitions,
+    backfill_policy=scan_backfill_policy(),
     group_name="pinpointqa",
     ins={name: dg.AssetIn(name) for name in ("pinpoint_targets", "pinpoint_neighbors", "objects", "object_visibility")},
     description="PinpointQA questions (TPV, NRI, FSD, SSP) of one scan for every budget, visible targets only",
@@ -76,20 +96,24 @@ def pinpoint_qa_candidates(
     pinpoint_neighbors: pl.DataFrame,
     objects: pl.DataFrame,
     object_visibility: pl.DataFrame,
-) -> pl.DataFrame:
+) -> PerScanTable:
     from pipeline import schemas
     from pipeline.frames.budgets import frame_budgets
     from pipeline.pinpoint.questions import generate_questions
 
     config = step_config(context, storage, run_config, __name__)
     if PROFILE not in config.profiles:
-        return schemas.empty("pinpoint_qa_candidates")
-    table = generate_questions(
-        context.partition_key, pinpoint_targets, pinpoint_neighbors, objects, object_visibility,
-        config=config.pinpoint_config(), seed=config.seed, budgets=frame_budgets(config),
-    )
-    per_type = dict(table["question_type"].value_counts().sort("question_type").iter_rows())
-    context.add_output_metadata({"per_type": dg.MetadataValue.json(per_type)})
+        return per_scan(context, "pinpoint_qa_candidates", lambda key: schemas.empty("pinpoint_qa_candidates"))
+
+    def questions_of(key: str, targets, neighbors, objects, visibility) -> pl.DataFrame:
+        return generate_questions(key, targets, neighbors, objects, visibility, config=config.pinpoint_config(),
+                                  seed=config.seed, budgets=frame_budgets(config))
+
+    table = per_scan(context, "pinpoint_qa_candidates", questions_of, targets=pinpoint_targets,
+                     neighbors=pinpoint_neighbors, objects=objects, visibility=object_visibility)
+    if not isinstance(table, ScanTables):
+        per_type = dict(table["question_type"].value_counts().sort("question_type").iter_rows())
+        context.add_output_metadata({"per_type": dg.MetadataValue.json(per_type)})
     return table
 
 

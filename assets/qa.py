@@ -15,6 +15,7 @@ import polars as pl
 from assets.automation import dataset_automation
 from assets.catalog import table_asset, table_out
 from assets.partitions import scan_partitions
+from assets.scan_batches import PerScanTable, per_scan, scan_backfill_policy
 from assets.step_config import step_config
 from pipeline import schemas
 from pipeline.table_scan import TableFrames, TableParts
@@ -30,6 +31,7 @@ def question_profiles(configured: tuple[str, ...]) -> list[str]:
 
 @dg.asset(
     partitions_def=scan_partitions,
+    backfill_policy=scan_backfill_policy(),
     group_name="qa",
     ins={name: dg.AssetIn(name) for name in ("objects", "rooms", "object_visibility", "frame_samples", "dummy_videos")},
     description="every eligible ReVSI / VSI-Bench question of one scan, per budget, with answers and audit geometry",
@@ -44,20 +46,23 @@ def qa_candidates(
     object_visibility: pl.DataFrame,
     frame_samples: pl.DataFrame,
     dummy_videos: pl.DataFrame,
-) -> pl.DataFrame:
+) -> PerScanTable:
     from pipeline.frames.budgets import frame_budgets
     from pipeline.qa import generate_candidates
 
     config = step_config(context, storage, run_config, __name__)
-    frames = [
-        generate_candidates(
-            objects, rooms, object_visibility, frame_samples, dummy_videos,
-            key=context.partition_key, budget=budget, profile=profile, config=config,
-        )
-        for profile in question_profiles(config.profiles)
-        for budget in frame_budgets(config)
-    ]
-    return pl.concat(frames) if frames else schemas.empty("qa_candidates")
+
+    def candidates_of(key, objects, rooms, object_visibility, frame_samples, dummy_videos) -> pl.DataFrame:
+        frames = [
+            generate_candidates(objects, rooms, object_visibility, frame_samples, dummy_videos,
+                                key=key, budget=budget, profile=profile, config=config)
+            for profile in question_profiles(config.profiles)
+            for budget in frame_budgets(config)
+        ]
+        return pl.concat(frames) if frames else schemas.empty("qa_candidates")
+
+    return per_scan(context, "qa_candidates", candidates_of, objects=objects, rooms=rooms,
+                    object_visibility=object_visibility, frame_samples=frame_samples, dummy_videos=dummy_videos)
 
 
 @dg.multi_asset(

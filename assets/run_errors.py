@@ -15,8 +15,19 @@ from collections.abc import Iterable
 import dagster as dg
 
 
-def step_failure_line(events: Iterable[dg.DagsterEvent]) -> str | None:
+def step_failure_line(events: Iterable[dg.DagsterEvent], key: str | None = None) -> str | None:
+    """``key``: the scan asked about, when the run covered a range of scans (``assets.scan_batches``): its own
+    line if it is one of the scans that failed, else that another scan of its run failed and which."""
     for event in events:
+        if event.is_step_failure and key is not None:
+            failed_scans = _failed_scans(event)
+            if failed_scans is not None:
+                if key in failed_scans:
+                    return f"{key}: {failed_scans[key]}"
+                named = "; ".join(f"{other}: {problem}" for other, problem in sorted(failed_scans.items())[:3])
+                more = f" and {len(failed_scans) - 3} more" if len(failed_scans) > 3 else ""
+                return (f"not built: another scan of its run failed in {event.step_key} ({named}{more}); "
+                        "rerun this scan")
         if event.is_step_failure and event.step_failure_data.error is not None:
             error = event.step_failure_data.error
             while error.cause is not None:
@@ -29,11 +40,20 @@ def step_failure_line(events: Iterable[dg.DagsterEvent]) -> str | None:
     return None
 
 
-def stored_run_failure(instance: dg.DagsterInstance, run_id: str) -> str:
-    """Why the stored run ``run_id`` failed: its first failed step, else the innermost cause of the run's own
-    failure (a run worker lost, a run-time limit, the executor losing its broker)."""
+def _failed_scans(event: dg.DagsterEvent) -> dict[str, str] | None:
+    """Scan -> problem, from a step over a range of scans that failed on some of them (``BatchFailure``)."""
+    data = event.step_failure_data.user_failure_data
+    value = data.metadata.get("failed scans") if data is not None and data.metadata else None
+    found = getattr(value, "value", value)
+    return dict(found) if isinstance(found, dict) else None
+
+
+def stored_run_failure(instance: dg.DagsterInstance, run_id: str, key: str | None = None) -> str:
+    """Why the stored run ``run_id`` failed (for scan ``key``, when it covered several): its first failed step,
+    else the innermost cause of the run's own failure (a run worker lost, a run-time limit, the executor losing
+    its broker)."""
     steps = instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
-    line = step_failure_line(entry.dagster_event for entry in steps if entry.dagster_event is not None)
+    line = step_failure_line((entry.dagster_event for entry in steps if entry.dagster_event is not None), key)
     if line:
         return line
     ended = instance.all_logs(run_id, of_type={dg.DagsterEventType.RUN_FAILURE, dg.DagsterEventType.RUN_CANCELED})
@@ -50,11 +70,14 @@ def stored_run_failure(instance: dg.DagsterInstance, run_id: str) -> str:
     return "run failed before any step ran (see its event log in the UI)"
 
 
-def stored_failed_checks(instance: dg.DagsterInstance, run_id: str) -> list[str]:
-    """``<asset> (<check description>)`` for every check that failed in the stored run ``run_id``."""
+def stored_failed_checks(instance: dg.DagsterInstance, run_id: str, key: str | None = None) -> list[str]:
+    """``<asset> (<check description>)`` for every check that failed in the stored run ``run_id`` (on scan
+    ``key``, when given: a run over several scans records each scan's evaluations under its partition)."""
     failed = []
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
         evaluation = entry.dagster_event.event_specific_data if entry.dagster_event else None
+        if key is not None and evaluation is not None and evaluation.partition not in (None, key):
+            continue
         if evaluation is not None and not evaluation.passed:
             failed.append(f"{evaluation.asset_key.to_user_string()} ({evaluation.description or evaluation.check_name})")
     return sorted(set(failed))

@@ -21,6 +21,7 @@ import polars as pl
 from assets.catalog import path_value, table_out
 from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG, scan_partitions
 from assets.progress import Heartbeat
+from assets.scan_batches import ScanTables, each_scan, in_range, record_check_results, scan_backfill_policy
 from assets.table_checks import SCENE_SUITES, check_spec, scene_checks
 from pipeline.config import Config
 from pipeline.scene.discovery import locate_scan
@@ -55,15 +56,15 @@ def recorded_source(key: str, config: Config) -> str | None:
     return sources[0] if sources else None
 
 
-def scan_location(context: dg.AssetExecutionContext, config: Config) -> str:
-    """Where the partition's scan is: the run's source tag, else the recorded source, else a few direct folders.
+def scan_location(context: dg.AssetExecutionContext, config: Config, key: str) -> str:
+    """Where scan ``key`` is: the run's source tag, else the recorded source, else a few direct folders.
 
-    The tag is what discovery found for this very run (sensor or ``scan2qa build``) and costs no I/O;
-    the ``scans`` table covers runs launched without it (a partition rerun or backfill from the UI);
-    ``locate_scan`` covers a scan never built, in the layouts discovery knows, without listing the root.
+    The tag is what discovery found for this very run (sensor or ``scan2qa build``) and costs no I/O; only a
+    run of one scan has it. The ``scans`` table covers runs launched without it (a partition rerun or backfill
+    from the UI, a run over a range of scans); ``locate_scan`` covers a scan never built, in the layouts
+    discovery knows, without listing the root.
     """
-    key = context.partition_key
-    tagged = context.run.tags.get(SOURCE_TAG)
+    tagged = context.run.tags.get(SOURCE_TAG) if context.has_partition_key else None
     if tagged:
         if not within_root(config.scans_root, tagged, config.storage_options):
             raise ScanError(key, tagged, f"run tag {SOURCE_TAG} is outside the scans root {config.scans_root}")
@@ -71,15 +72,14 @@ def scan_location(context: dg.AssetExecutionContext, config: Config) -> str:
     return locate_scan(config.scans_root, key, config.storage_options, recorded=recorded_source(key, config))
 
 
-def load_partition_scan(context: dg.AssetExecutionContext, config: Config) -> ParsedScan:
-    """Parse the scan behind the run's partition; per-scan assets that need the mesh or images call this."""
+def load_partition_scan(context: dg.AssetExecutionContext, config: Config, key: str) -> ParsedScan:
+    """Parse scan ``key``; per-scan assets that need the mesh or images call this."""
     # Readers pull in mesh and image libraries; importing them at run time keeps the code location quick to load.
     from pipeline.scene.readers import read_scan
 
-    key = context.partition_key
     try:
         with reaching(config.scans_root):
-            uri = scan_location(context, config)
+            uri = scan_location(context, config, key)
         with reaching(uri):
             parsed = read_scan(uri, config)
     except ScanError as exc:
@@ -92,15 +92,14 @@ def load_partition_scan(context: dg.AssetExecutionContext, config: Config) -> Pa
 
 
 def partition_geometry(
-    context: dg.AssetExecutionContext, config: Config, scans: pl.DataFrame, objects: pl.DataFrame
+    context: dg.AssetExecutionContext, config: Config, scans: pl.DataFrame, objects: pl.DataFrame, key: str
 ) -> ParsedScan | None:
-    """The partition's mesh and objects' vertices as the scene step stored them; None for a scan without a mesh.
+    """Scan ``key``'s mesh and objects' vertices as the scene step stored them; None for a scan without a mesh.
 
     An output root written before the scene step stored meshes has none: then (only then) the scan is parsed.
     """
     from pipeline.scene.mesh_artifact import MeshArtifactMissing, geometry_scan, read_mesh_artifact
 
-    key = context.partition_key
     row = scans.filter(pl.col("key") == key)
     if row.height and not row["has_mesh"][0]:
         return None
@@ -109,36 +108,34 @@ def partition_geometry(
             geometry = read_mesh_artifact(key, config.output_root, config.storage_options)
     except MeshArtifactMissing as exc:
         context.log.warning(f"{key}: {exc.file} is missing (scene built by an older version): parsing the scan")
-        return load_partition_scan(context, config)
+        return load_partition_scan(context, config, key)
     source = row["source_uri"][0] if row.height else ""
     scan_objects = objects.filter(pl.col("key") == key)
     labels = dict(zip(scan_objects["object_id"].to_list(), scan_objects["raw_label"].to_list()))
     return geometry_scan(key, source, geometry, labels)
 
 
-def recorded_scan(context: dg.AssetExecutionContext, config: Config, scans: pl.DataFrame) -> dict:
-    """The partition's ``scans`` row; a row from before ``image_rotation`` was recorded gets it by parsing the scan."""
-    key = context.partition_key
+def recorded_scan(context: dg.AssetExecutionContext, config: Config, scans: pl.DataFrame, key: str) -> dict:
+    """Scan ``key``'s ``scans`` row; a row from before ``image_rotation`` was recorded gets it by parsing the scan."""
     rows = scans.filter(pl.col("key") == key).to_dicts()
     row = rows[0] if rows else {"key": key, "has_frames": True, "has_mesh": True, "image_rotation": None}
     if row.get("image_rotation") is None:
         context.log.warning(f"{key}: the scans table does not record image_rotation (older version): parsing the scan")
-        row = dict(row, image_rotation=int(load_partition_scan(context, config).image_rotation))
+        row = dict(row, image_rotation=int(load_partition_scan(context, config, key).image_rotation))
     return row
 
 
 @contextmanager
 def partition_images(
-    context: dg.AssetExecutionContext, config: Config, scans: pl.DataFrame, frames: pl.DataFrame
+    context: dg.AssetExecutionContext, config: Config, scans: pl.DataFrame, frames: pl.DataFrame, key: str
 ):
-    """Yield the partition's ``load_image`` from the files its ``frames`` rows name (``pipeline.scene.images``).
+    """Yield scan ``key``'s ``load_image`` from the files its ``frames`` rows name (``pipeline.scene.images``).
 
     None for a scan without images; frames tables written before they recorded image files fall back to
     parsing the scan.
     """
     from pipeline.scene.images import FrameImages, records_images
 
-    key = context.partition_key
     scan_frames = frames.filter(pl.col("key") == key)
     row = scans.filter(pl.col("key") == key)
     if row.height and not row["has_frames"].fill_null(True)[0]:
@@ -146,10 +143,10 @@ def partition_images(
         return
     if not records_images(scan_frames):
         context.log.warning(f"{key}: the frames table names no image files (older version): parsing the scan")
-        yield load_partition_scan(context, config).load_image
+        yield load_partition_scan(context, config, key).load_image
         return
     with reaching(config.scans_root):
-        uri = scan_location(context, config)
+        uri = scan_location(context, config, key)
     with reaching(uri), FrameImages(key, uri, scan_frames, config.storage_options) as images:
         yield images
 
@@ -157,25 +154,23 @@ def partition_images(
 @dg.multi_asset(
     outs={name: table_out(name, __name__, text) for name, text in SCENE_TABLES.items()},
     partitions_def=scan_partitions,
+    backfill_policy=scan_backfill_policy(),
     group_name="scene",
     can_subset=False,
     check_specs=[check_spec(name, per_scan=True) for name in SCENE_SUITES],
 )
 def scene(context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource):
-    from pipeline.scene.tables import scene_tables
-
-    from pipeline.scene.mesh_artifact import write_mesh_artifact
-
     config = step_config(context, storage, run_config, __name__)
-    # A scan of tens of thousands of frames takes tens of seconds to read: a line every few seconds meanwhile.
-    with Heartbeat(context, "scene", scene=context.partition_key, doing="reading the scan") as heartbeat:
-        parsed = load_partition_scan(context, config)
-        heartbeat.doing = f"building the tables of {len(parsed.frames)} frames"
-        tables = scene_tables(parsed, config)
-        if parsed.mesh is not None:  # later steps read the mesh from here instead of parsing the scan again
-            heartbeat.doing = "storing the mesh"
-            with reaching(config.output_root):
-                write_mesh_artifact(parsed, config.output_root, config.storage_options)
+    if in_range(context):  # a multi-run backfill: every scan of the range, one table file per scan
+        # Only the tables stay from scan to scan: each parsed scan (its mesh) is let go once its tables are made.
+        built = each_scan(context, "scene", lambda key: scene_of(context, config, key)[0])
+        for name in SCENE_TABLES:
+            yield dg.Output(ScanTables({key: tables[name] for key, tables in built.items()}), output_name=name)
+        yield from record_check_results(
+            context, "scene", {key: scene_checks(tables, config) for key, tables in built.items()}
+        )
+        return
+    tables, parsed = scene_of(context, config, context.partition_key)
     # The fingerprint discovery took of the scan folder: the sensor skips a scan already built from these files.
     recorded = {"source": path_value(parsed.source_uri)}
     if context.run.tags.get(FINGERPRINT_TAG):
@@ -183,3 +178,20 @@ def scene(context: dg.AssetExecutionContext, storage: StorageResource, run_confi
     for name in SCENE_TABLES:
         yield dg.Output(tables[name], output_name=name, metadata=recorded)
     yield from scene_checks(tables, config)
+
+
+def scene_of(context: dg.AssetExecutionContext, config: Config, key: str) -> tuple[dict[str, pl.DataFrame], ParsedScan]:
+    """Scan ``key``'s four tables, its mesh stored for the later steps."""
+    from pipeline.scene.mesh_artifact import write_mesh_artifact
+    from pipeline.scene.tables import scene_tables
+
+    # A scan of tens of thousands of frames takes tens of seconds to read: a line every few seconds meanwhile.
+    with Heartbeat(context, "scene", scene=key, doing="reading the scan") as heartbeat:
+        parsed = load_partition_scan(context, config, key)
+        heartbeat.doing = f"building the tables of {len(parsed.frames)} frames"
+        tables = scene_tables(parsed, config)
+        if parsed.mesh is not None:  # later steps read the mesh from here instead of parsing the scan again
+            heartbeat.doing = "storing the mesh"
+            with reaching(config.output_root):
+                write_mesh_artifact(parsed, config.output_root, config.storage_options)
+    return tables, parsed

@@ -26,6 +26,7 @@ import dagster as dg
 import polars as pl
 
 from assets.partitions import scan_partitions
+from assets.scan_batches import in_range, only_scan, record_check_results
 from expectations.suites import Rule, Suite, _columns, _not_null, _unique
 from pipeline.config import Config
 from pipeline.frames.budgets import frame_budgets
@@ -120,6 +121,22 @@ def suite_results(
     return results
 
 
+def scan_check(
+    context: dg.AssetCheckExecutionContext, table: str, tables: dict[str, pl.DataFrame], config: Config
+) -> dg.AssetCheckResult:
+    """The check of a per-scan ``table`` for the run's scan, or for each scan of the run's range (each recorded
+    as its partition's evaluation, ``assets.scan_batches``)."""
+    if not in_range(context):
+        [result] = suite_results(tables, [table], config, "scan")
+        return result
+    per_scan = {
+        key: suite_results({name: only_scan(frame, key) for name, frame in tables.items()}, [table], config, "scan")
+        for key in sorted(context.partition_keys)
+    }
+    [result] = record_check_results(context, check_name(table), per_scan)
+    return result
+
+
 def scene_checks(tables: dict[str, pl.DataFrame], config: Config) -> list[dg.AssetCheckResult]:
     """The suites of the four scene tables, from the tables the ``scene`` step just wrote."""
     return suite_results({name: tables[name] for name in SCENE_SUITES}, SCENE_SUITES, config, "scan's tables")
@@ -141,9 +158,10 @@ def pinpoint_checks(
     description="expectation suite of frame_samples (expectations/suites.py), every rule must pass",
 )
 def frame_samples_expectations(
-    storage: StorageResource, run_config: RunConfigResource, frame_samples: pl.DataFrame, scans: pl.DataFrame):
-    [result] = suite_results({"scans": scans, "frame_samples": frame_samples}, ["frame_samples"], run_config.config(storage), "scan")
-    return result
+    context, storage: StorageResource, run_config: RunConfigResource,
+    frame_samples: pl.DataFrame, scans: pl.DataFrame):
+    tables = {"scans": scans, "frame_samples": frame_samples}
+    return scan_check(context, "frame_samples", tables, run_config.config(storage))
 
 
 @dg.asset_check(
@@ -155,10 +173,10 @@ def frame_samples_expectations(
     description="expectation suite of object_visibility (expectations/suites.py), every rule must pass",
 )
 def object_visibility_expectations(
-    storage: StorageResource, run_config: RunConfigResource, object_visibility: pl.DataFrame, objects: pl.DataFrame):
+    context, storage: StorageResource, run_config: RunConfigResource,
+    object_visibility: pl.DataFrame, objects: pl.DataFrame):
     tables = {"objects": objects, "object_visibility": object_visibility}
-    [result] = suite_results(tables, ["object_visibility"], run_config.config(storage), "scan")
-    return result
+    return scan_check(context, "object_visibility", tables, run_config.config(storage))
 
 
 @dg.asset_check(
@@ -170,11 +188,10 @@ def object_visibility_expectations(
     description="expectation suite of dummy_videos (expectations/suites.py), every rule must pass",
 )
 def dummy_videos_expectations(
-    storage: StorageResource, run_config: RunConfigResource, dummy_videos: pl.DataFrame, scans: pl.DataFrame,
-    objects: pl.DataFrame):
+    context, storage: StorageResource, run_config: RunConfigResource,
+    dummy_videos: pl.DataFrame, scans: pl.DataFrame, objects: pl.DataFrame):
     tables = {"scans": scans, "objects": objects, "dummy_videos": dummy_videos}
-    [result] = suite_results(tables, ["dummy_videos"], run_config.config(storage), "scan")
-    return result
+    return scan_check(context, "dummy_videos", tables, run_config.config(storage))
 
 
 @dg.multi_asset_check(

@@ -121,6 +121,11 @@ class TableFrames:
     frames: Iterable[pl.DataFrame]
 
 
+class ScanTables(dict):
+    """One per-scan table for several scans, scan key -> that scan's frame: a step run over a range of scan
+    partitions returns this, and each scan's frame is stored as that scan's own file."""
+
+
 def scan_key_of(path: UPath) -> str:
     """``<dataset>/<scene_id>`` of a per-scan table file ``.../<table>/<dataset>/<scene_id>.parquet``."""
     return f"{path.parent.name}/{path.name.removesuffix('.parquet')}"

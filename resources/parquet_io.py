@@ -26,7 +26,7 @@ import polars as pl
 from upath import UPath
 
 from pipeline.storage import read_table, release_freed_memory, upath, write_frames, write_table
-from pipeline.table_scan import TableFrames, TableParts, existing
+from pipeline.table_scan import ScanTables, TableFrames, TableParts, existing
 
 
 def _table_name(asset_key: dg.AssetKey) -> str:
@@ -52,8 +52,11 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             return base / f"{table}.parquet"
         return base / table / f"{_relative_partition_path(partition_key)}.parquet"
 
-    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | TableFrames | None) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | TableFrames | ScanTables | None) -> None:
         if obj is None:
+            return
+        if isinstance(obj, ScanTables):
+            self._write_scans(context, obj)
             return
         if isinstance(obj, TableFrames):
             from assets.catalog import materialization_metadata
@@ -74,6 +77,25 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         from assets.catalog import materialization_metadata
 
         context.add_output_metadata(materialization_metadata(table, obj, path))
+
+    def _write_scans(self, context: dg.OutputContext, tables: ScanTables) -> None:
+        """A step over a range of scans: each scan's frame to its own partition's file, as a run of that scan
+        alone writes it. Every partition of the range must have its frame (an empty one for a scan with no rows)."""
+        table = _table_name(context.asset_key)
+        keys = sorted(context.asset_partition_keys)
+        missing = sorted(set(keys) - set(tables))
+        if missing:
+            raise ValueError(f"{table}: the step returned no table for {len(missing)} scans of its range "
+                             f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
+        for key in keys:
+            write_table(self.table_path(table, key), table, tables[key])
+        rows = {key: tables[key].height for key in keys}
+        context.add_output_metadata({
+            "scans": len(keys),
+            "rows": sum(rows.values()),
+            "rows per scan": dg.MetadataValue.json(rows),
+            "path": dg.MetadataValue.path(str(self.table_path(table, keys[0]).parent.parent)),
+        })
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame | TableParts:
         table = _table_name(context.asset_key)

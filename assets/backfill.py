@@ -49,11 +49,13 @@ from assets.backfill_progress import (
     can_gain_a_retry,
     judge,
     retry_refusal,
+    run_range,
 )
 from assets.celery import DATASET_JOB_CELERY, SCAN_JOB_CELERY
 from assets.instance_calls import DEFAULT_PATIENCE_S, DatabaseGone, Patience
 from assets.jobs import DATASET_JOB, SCAN_JOB
-from assets.run_errors import stored_run_failure
+from assets.run_errors import batch_failed_scans, stored_run_failure
+from assets.run_policy import MAX_RUNTIME_TAG, scan_run_tags
 from pipeline.scene.discovery import discover_scans
 
 BATCH_TAG = "scan2qa/batch"
@@ -156,6 +158,49 @@ def add_job_backfill(instance: dg.DagsterInstance, patience: Patience, workspace
     return backfill.backfill_id
 
 
+def scans_per_run_of(workspace) -> int:
+    """How many scans the code location's per-scan assets take per backfill run (``SCAN2QA_SCANS_PER_RUN`` where
+    the code location runs: the daemon's code server, not this command)."""
+    from assets.partitions import scan_partitions
+
+    graph = workspace.asset_graph
+    sizes = {
+        node.backfill_policy.max_partitions_per_run or 0
+        for node in graph.asset_nodes
+        if node.is_materializable and node.partitions_def is not None
+        and getattr(node.partitions_def, "name", None) == scan_partitions.name and node.backfill_policy is not None
+    }
+    return max(sizes, default=1)
+
+
+def add_asset_backfill(instance: dg.DagsterInstance, patience: Patience, workspace, keys: list[str],
+                       tags: dict[str, str]) -> str:
+    """One asset backfill of every per-scan asset over ``keys``: the daemon makes one run per range of scans, as
+    the assets' ``BackfillPolicy`` says (``assets.scan_batches``), with the code location's default executor."""
+    from dagster._core.execution.backfill import PartitionBackfill
+    from dagster._core.utils import make_new_backfill_id
+
+    from assets.partitions import scan_partitions
+
+    graph = workspace.asset_graph
+    selection = sorted(
+        node.key for node in graph.asset_nodes
+        if node.is_materializable and getattr(node.partitions_def, "name", None) == scan_partitions.name
+    )
+    backfill = PartitionBackfill.from_asset_partitions(
+        backfill_id=make_new_backfill_id(), asset_graph=graph, partition_names=keys, asset_selection=selection,
+        backfill_timestamp=time.time(), tags=tags, dynamic_partitions_store=instance, all_partitions=False,
+        title=f"scan2qa backfill {tags.get(BATCH_TAG, '')}".strip(), description=None, run_config=None,
+    )
+
+    def add() -> None:
+        if instance.get_backfill(backfill.backfill_id) is None:
+            instance.add_backfill(backfill)
+
+    patience.call(add, "add the backfill")
+    return backfill.backfill_id
+
+
 def launch_job(instance: dg.DagsterInstance, patience: Patience, workspace, job_name: str, tags: dict[str, str]) -> str:
     """Queue one run of an unpartitioned job, as ``dagster job launch`` does; repeatable after an outage."""
     from dagster._core.utils import make_new_run_id
@@ -190,12 +235,14 @@ class Follower:
     """Follows the newest run of each key among the runs tagged ``tags`` until every key is done."""
 
     def __init__(self, instance: dg.DagsterInstance, patience: Patience, tags: dict[str, str], keys: list[str],
-                 backfill_id: str | None = None, clock=time.time):
+                 backfill_id: str | None = None, clock=time.time, ordered: list[str] | None = None):
+        """``ordered``: every registered scan in partition order, to place runs over a range of scans."""
         self.instance, self.patience, self.tags, self.keys = instance, patience, tags, keys
         self.backfill_id = backfill_id
         self.clock = clock
         self.refusals: dict[str, str] = {}  # run id -> the retry daemon's reason for not retrying it
-        self.chains = RunChains(keys)
+        self.batch_failures: dict[str, dict[str, str] | None] = {}  # failed run over a range -> its failed scans
+        self.chains = RunChains(keys, ordered)
         self.states: dict[str, ScanState] = {}
         self.errors: dict[str, str] = {}
         self.reported_failures: set[str] = set()
@@ -240,6 +287,16 @@ class Follower:
             self.refusals[run.run_id] = found
         return self.refusals[run.run_id]
 
+    def batch_failed(self, record) -> dict[str, str] | None:
+        """The scans a failed run over a range failed on (read once per run); None for any other run."""
+        if record is None or record.dagster_run.status != dg.DagsterRunStatus.FAILURE or run_range(record) is None:
+            return None
+        run_id = record.dagster_run.run_id
+        if run_id not in self.batch_failures:
+            self.batch_failures[run_id] = self.patience.call(
+                lambda: batch_failed_scans(self.instance, run_id), "read a run's failed scans")
+        return self.batch_failures[run_id]
+
     def settled(self, key: str) -> bool:
         """Done for good: built, canceled, or failed with no retry that could still come (nor one already read)."""
         state, record = self.states.get(key), self.chains.latest.get(key)
@@ -262,7 +319,8 @@ class Follower:
             previous = self.states.get(key)
             record = self.chains.latest.get(key)
             state = judge(key, record, now=now, retries_enabled=self.retries_enabled,
-                          backfill_ended=ended, backfill_note=note, refusal=self.refusal(record, ended))
+                          backfill_ended=ended, backfill_note=note, refusal=self.refusal(record, ended),
+                          batch_failed=self.batch_failed(record))
             if previous is not None and previous.done:
                 if state.run_id == previous.run_id:
                     self.states[key] = state  # the same run's verdict, perhaps with the daemon's reason now
@@ -285,7 +343,12 @@ class Follower:
     def error_of(self, state: ScanState) -> str:
         if state.state == OK:
             return ""
-        parts = [self.errors.get(state.run_id or "", "") if state.state == FAILED else "", state.note]
+        error = self.errors.get(state.run_id or "", "") if state.state == FAILED else ""
+        failed = self.batch_failures.get(state.run_id or "")
+        if state.state == FAILED and failed:  # a run over a range: this scan's own line, or whose failure it shared
+            error = f"{state.key}: {failed[state.key]}" if state.key in failed else (
+                f"another scan of its run failed ({', '.join(sorted(failed)[:3])}{', ...' if len(failed) > 3 else ''})")
+        parts = [error, state.note]
         return "; ".join(p for p in parts if p) or state.state
 
     def describe(self, state: ScanState) -> str:
@@ -397,11 +460,20 @@ def backfill(args: argparse.Namespace, config, keys: list[str], patience: Patien
         say(f"backfill of {args.job}: {len(keys)} scans under {config.scans_root} ({new} newly registered; "
             f"batch {batch})")
         with open_workspace(instance, args.workspace) as workspace:
-            backfill_id = add_job_backfill(instance, patience, workspace, args.job, keys, {BATCH_TAG: batch})
-        say(f"backfill {backfill_id} added; the daemon creates its runs and starts them as its concurrency limit allows")
+            per_run = scans_per_run_of(workspace)
+            if per_run > 1:  # a run of N scans may take N times a scan run's limit (assets.run_policy)
+                limit = {MAX_RUNTIME_TAG: str(int(scan_run_tags()[MAX_RUNTIME_TAG]) * per_run)}
+                backfill_id = add_asset_backfill(instance, patience, workspace, keys, {BATCH_TAG: batch, **limit})
+            else:
+                backfill_id = add_job_backfill(instance, patience, workspace, args.job, keys, {BATCH_TAG: batch})
+        runs = (f"runs of up to {per_run} scans each (SCAN2QA_SCANS_PER_RUN; the code location's default executor)"
+                if per_run > 1 else "its runs")
+        say(f"backfill {backfill_id} added; the daemon creates {runs} and starts them as its concurrency limit allows")
         if not args.wait:
             return 0
-        scans = Follower(instance, patience, {BATCH_TAG: batch}, keys, backfill_id)
+        ordered = patience.call(lambda: list(instance.get_dynamic_partitions(scan_partitions.name)),
+                                "read the registered scans")
+        scans = Follower(instance, patience, {BATCH_TAG: batch}, keys, backfill_id, ordered=ordered)
         if not scans.follow(deadline):
             return timed_out(scans, args.timeout)
         ok = [k for k in keys if scans.states[k].ok]

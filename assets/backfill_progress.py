@@ -33,6 +33,8 @@ from datetime import datetime
 from dagster import DagsterRunStatus
 from dagster._core.storage.dagster_run import RunRecord
 from dagster._core.storage.tags import (
+    ASSET_PARTITION_RANGE_END_TAG,
+    ASSET_PARTITION_RANGE_START_TAG,
     AUTO_RETRY_RUN_ID_TAG,
     PARTITION_NAME_TAG,
     RETRY_NUMBER_TAG,
@@ -42,6 +44,9 @@ from dagster._core.storage.tags import (
 ENDED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
 # Seconds the retry daemon (it looks for failed runs every 5 s) gets to tag or retry a failed run.
 DECISION_GRACE_S = 60.0
+# Seconds the rerun_batch_survivors sensor (every 15 s, on the daemon's sensor loop) gets to rerun the scans of a
+# range whose run failed on other scans (``assets.batch_rerun``).
+RERUN_GRACE_S = 180.0
 DATASET_WIDE = "dataset-wide"
 
 # Scan states, as the release manifest's checks.excluded_scans.failed_scans names them where they overlap.
@@ -67,6 +72,13 @@ def run_key(record: RunRecord) -> str:
     return record.dagster_run.tags.get(PARTITION_NAME_TAG, DATASET_WIDE)
 
 
+def run_range(record: RunRecord) -> tuple[str, str] | None:
+    """(first, last) scan of a run over a range of scans (a multi-run backfill's run, ``assets.scan_batches``)."""
+    tags = record.dagster_run.tags
+    start, end = tags.get(ASSET_PARTITION_RANGE_START_TAG), tags.get(ASSET_PARTITION_RANGE_END_TAG)
+    return (start, end) if start and end else None
+
+
 def retries_of(record: RunRecord) -> int:
     try:
         return int(record.dagster_run.tags.get(RETRY_NUMBER_TAG, "0"))
@@ -75,26 +87,38 @@ def retries_of(record: RunRecord) -> int:
 
 
 class RunChains:
-    """The newest run of each key among the runs seen so far (records may arrive again, updated, or out of order)."""
+    """The newest run of each key among the runs seen so far (records may arrive again, updated, or out of order).
 
-    def __init__(self, keys: list[str]):
+    ``ordered``: every registered scan in the partitions' order, so a run over a range counts for each scan of it.
+    """
+
+    def __init__(self, keys: list[str], ordered: list[str] | None = None):
         self.keys = set(keys)
+        self.ordered = list(ordered or keys)
+        self.position = {key: index for index, key in enumerate(self.ordered)}
         self.latest: dict[str, RunRecord] = {}
         self.newest_update: datetime | None = None
+
+    def keys_of(self, record: RunRecord) -> list[str]:
+        bounds = run_range(record)
+        if bounds is None:
+            return [run_key(record)]
+        first, last = self.position.get(bounds[0]), self.position.get(bounds[1])
+        return [] if first is None or last is None else self.ordered[first:last + 1]
 
     def absorb(self, records: list[RunRecord]) -> None:
         for record in records:
             if self.newest_update is None or record.update_timestamp > self.newest_update:
                 self.newest_update = record.update_timestamp
-            key = run_key(record)
-            if key not in self.keys:
-                continue
-            current = self.latest.get(key)
-            # storage_id grows with every run created: a retry always comes after the run it retries.
-            if current is None or current.dagster_run.run_id == record.dagster_run.run_id or (
-                record.storage_id > current.storage_id
-            ):
-                self.latest[key] = record
+            for key in self.keys_of(record):
+                if key not in self.keys:
+                    continue
+                current = self.latest.get(key)
+                # storage_id grows with every run created: a retry always comes after the run it retries.
+                if current is None or current.dagster_run.run_id == record.dagster_run.run_id or (
+                    record.storage_id > current.storage_id
+                ):
+                    self.latest[key] = record
 
     def unsettled_run_ids(self) -> list[str]:
         """Failed runs whose retry is still to come: their tags change without a new run, so they are re-read."""
@@ -125,9 +149,10 @@ def can_gain_a_retry(state: ScanState, record: RunRecord | None) -> bool:
 
 
 def judge(key: str, record: RunRecord | None, *, now: float, retries_enabled: bool, backfill_ended: bool,
-          backfill_note: str = "", refusal: str = "") -> ScanState:
+          backfill_note: str = "", refusal: str = "", batch_failed: dict[str, str] | None = None) -> ScanState:
     """The state of one scan from its newest run; ``now`` is a Unix time comparable with the record's update time;
-    ``refusal`` is the retry daemon's stated reason for not retrying that run (``retry_refusal``)."""
+    ``refusal`` is the retry daemon's stated reason for not retrying that run (``retry_refusal``);
+    ``batch_failed``: the scans a failed run over a range failed on (``assets.run_errors.batch_failed_scans``)."""
     if record is None:
         if backfill_ended:
             return ScanState(key, NOT_BUILT, True, note=backfill_note or "the backfill created no run for it")
@@ -142,6 +167,15 @@ def judge(key: str, record: RunRecord | None, *, now: float, retries_enabled: bo
         return ScanState(key, IN_PROGRESS, False, run.run_id, retries, f"run {run.status.value}")
     will_retry = run.tags.get(WILL_RETRY_TAG)
     waited = now - record.update_timestamp.timestamp()
+    if batch_failed is not None:  # its steps raised (never retried): the sensor reruns the scans that did not fail
+        if key in batch_failed:
+            return ScanState(key, FAILED, True, run.run_id, retries)
+        if waited <= RERUN_GRACE_S:
+            return ScanState(key, RETRYING, False, run.run_id, retries,
+                             "its run failed on other scans of its range: waiting for their rerun")
+        return ScanState(key, FAILED, True, run.run_id, retries,
+                         f"its run failed on other scans and no rerun came in {RERUN_GRACE_S:.0f} s "
+                         "(is the rerun_batch_survivors sensor running?)")
     if run.tags.get(AUTO_RETRY_RUN_ID_TAG):
         return ScanState(key, RETRYING, False, run.run_id, retries, "its retry run was launched")
     if will_retry == "true":

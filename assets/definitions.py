@@ -22,7 +22,8 @@ import dagster as dg
 from assets import frames, membership, pinpoint, qa, release, sampled, scene, table_checks, visibility
 from assets.catalog import with_config_versions
 from assets.celery import build_celery_jobs
-from assets.deployment import default_executor
+from assets.batch_rerun import batch_rerun_sensor
+from assets.deployment import default_executor, sensor_scan_job
 from assets.jobs import build_jobs
 from assets.retention import RETENTION_JOBS, RETENTION_SCHEDULES
 from assets.schedules import weekly_full_rebuild
@@ -35,11 +36,14 @@ ASSET_MODULES = [scene, frames, visibility, qa, pinpoint, membership, release, s
 all_assets = with_config_versions(dg.load_assets_from_modules(ASSET_MODULES))
 all_asset_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
 
+asset_jobs = [*build_jobs(all_assets), *build_celery_jobs(all_assets)]
+scan_jobs = [job for job in asset_jobs if job.partitions_def is not None]
+
 defs = dg.Definitions(
     assets=all_assets,
     asset_checks=all_asset_checks,
-    jobs=[*build_jobs(all_assets), *build_celery_jobs(all_assets), *RETENTION_JOBS],
-    sensors=build_sensors(all_assets),
+    jobs=[*asset_jobs, *RETENTION_JOBS],
+    sensors=[*build_sensors(all_assets), batch_rerun_sensor(scan_jobs, sensor_scan_job())],
     schedules=[weekly_full_rebuild, *RETENTION_SCHEDULES],
     resources=default_resources(),
     executor=default_executor(),

@@ -48,6 +48,16 @@ def _failed_scans(event: dg.DagsterEvent) -> dict[str, str] | None:
     return dict(found) if isinstance(found, dict) else None
 
 
+def batch_failed_scans(instance: dg.DagsterInstance, run_id: str) -> dict[str, str] | None:
+    """Scan -> problem for a stored run over a range of scans that failed on some of them; None for any other run
+    (one scan, a success, a run that died for a reason outside its scans)."""
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
+        found = _failed_scans(entry.dagster_event) if entry.dagster_event is not None else None
+        if found is not None:
+            return found
+    return None
+
+
 def stored_run_failure(instance: dg.DagsterInstance, run_id: str, key: str | None = None) -> str:
     """Why the stored run ``run_id`` failed (for scan ``key``, when it covered several): its first failed step,
     else the innermost cause of the run's own failure (a run worker lost, a run-time limit, the executor losing

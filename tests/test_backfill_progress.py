@@ -189,3 +189,37 @@ def test_a_retry_launched_after_the_backfill_ended_is_followed_and_a_refused_one
     printed = capsys.readouterr().out
     assert f"{late}: retried after all (run {retry[:8]}): following it" in printed
     assert f"[3/3] {late} ... ok" in printed and "after 1 retry" in printed
+
+
+def test_a_run_over_a_range_counts_for_each_scan_of_it_and_its_reruns_take_over():
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG as END
+    from dagster._core.storage.tags import ASSET_PARTITION_RANGE_START_TAG as START
+
+    from assets.backfill_progress import FAILED, OK, RERUN_GRACE_S, RETRYING
+
+    ordered = [f"d/s{i}" for i in range(6)]
+
+    def ranged(run_id, status, storage_id, first, last, updated=NOW):
+        made = record(run_id, status, storage_id, updated=updated, **{START: first, END: last})
+        del made.dagster_run.tags[PARTITION_NAME_TAG]
+        return made
+
+    chains = RunChains(ordered[1:5], ordered)  # the batch: s1..s4; s0 and s5 belong to no one here
+    chains.absorb([ranged("a", dg.DagsterRunStatus.FAILURE, 1, "d/s0", "d/s2"),
+                   ranged("b", dg.DagsterRunStatus.SUCCESS, 2, "d/s3", "d/s5")])
+    assert {k: r.dagster_run.run_id for k, r in chains.latest.items()} == {
+        "d/s1": "a", "d/s2": "a", "d/s3": "b", "d/s4": "b"}
+
+    failed = {"d/s2": "mesh.ply: truncated"}
+    bad = judge("d/s2", chains.latest["d/s2"], now=NOW, retries_enabled=True, backfill_ended=True, batch_failed=failed)
+    assert bad.state == FAILED and bad.done
+    waiting = judge("d/s1", chains.latest["d/s1"], now=NOW + 5, retries_enabled=True, backfill_ended=True,
+                    batch_failed=failed)
+    assert waiting.state == RETRYING and not waiting.done and "waiting for their rerun" in waiting.note
+    given_up = judge("d/s1", chains.latest["d/s1"], now=NOW + RERUN_GRACE_S + 1, retries_enabled=True,
+                     backfill_ended=True, batch_failed=failed)
+    assert given_up.state == FAILED and given_up.done and "rerun_batch_survivors" in given_up.note
+
+    chains.absorb([ranged("c", dg.DagsterRunStatus.SUCCESS, 3, "d/s1", "d/s1")])  # the sensor's rerun
+    assert chains.latest["d/s1"].dagster_run.run_id == "c" and chains.latest["d/s2"].dagster_run.run_id == "a"
+    assert judge("d/s1", chains.latest["d/s1"], now=NOW, retries_enabled=True, backfill_ended=True).state == OK

@@ -126,3 +126,64 @@ def test_backfill_loop_reads_back_every_run_it_created(tmp_path, monkeypatch, ca
                 assert len(runs) == target
             with capsys.disabled():
                 print("\nbackfill loop, per chunk of 25 runs: " + "; ".join(figures))
+
+
+SCANS_PER_RUN = 100
+
+
+def test_ten_thousand_scans_in_runs_of_a_hundred_are_queued_in_minutes(tmp_path, monkeypatch, capsys):
+    """With ``SCAN2QA_SCANS_PER_RUN=100`` (``assets.scan_batches``) the same 10,000 scans are one asset backfill of
+    100 runs, each over a range of 100 consecutive scans; every scan is in exactly one run."""
+    import dagster as dg
+    from dagster._core.storage.tags import (
+        ASSET_PARTITION_RANGE_END_TAG,
+        ASSET_PARTITION_RANGE_START_TAG,
+        BACKFILL_ID_TAG,
+    )
+
+    from assets.backfill import BATCH_TAG, add_asset_backfill, open_workspace, register_partitions, scans_per_run_of
+    from assets.batch_rerun import keys_between
+    from assets.instance_calls import Patience
+    from assets.partitions import scan_partitions
+    from deploy.local_cluster import WORKSPACE
+
+    require_services()
+    keys = [f"synthetic/scale{i:05d}_00" for i in range(SCANS)]
+    runs_wanted = SCANS // SCANS_PER_RUN
+    with LocalCluster(tmp_path / "stack") as cluster:
+        cluster.start_postgres()
+        cluster.extra_env["SCAN2QA_MAX_CONCURRENT_RUNS"] = "0"  # every run stays queued
+        cluster.extra_env["SCAN2QA_SCANS_PER_RUN"] = str(SCANS_PER_RUN)
+        cluster.start_daemon()
+        deployment_environment(cluster, monkeypatch)
+        patience = Patience()
+        with dg.DagsterInstance.get() as instance:
+            started = time.monotonic()
+            register_partitions(instance, patience, scan_partitions.name, keys)
+            with open_workspace(instance, str(WORKSPACE)) as workspace:
+                assert scans_per_run_of(workspace) == SCANS_PER_RUN
+                backfill_id = add_asset_backfill(instance, patience, workspace, keys, {BATCH_TAG: "scale"})
+            added = time.monotonic()
+            tags = {BACKFILL_ID_TAG: backfill_id}
+            created = 0
+            while time.monotonic() < added + WAIT_S:
+                created = instance.get_runs_count(dg.RunsFilter(tags=tags))
+                if created >= runs_wanted:
+                    break
+                time.sleep(2)
+            queued_s = time.monotonic() - added
+            assert created == runs_wanted, f"the daemon created {created} runs of {runs_wanted} in {queued_s:.0f} s"
+            time.sleep(5)  # no run beyond the hundred comes
+            runs = instance.get_runs(dg.RunsFilter(tags=tags))
+            assert len(runs) == runs_wanted
+            ordered = list(instance.get_dynamic_partitions(scan_partitions.name))
+            covered = [key for run in runs for key in keys_between(
+                ordered, run.tags[ASSET_PARTITION_RANGE_START_TAG], run.tags[ASSET_PARTITION_RANGE_END_TAG])]
+            assert sorted(covered) == sorted(keys)  # every scan once
+            assert all(r.tags[BATCH_TAG] == "scale" for r in runs)
+            selected = {key for run in runs for key in (run.asset_selection or ())}
+            assert dg.AssetKey("scans") in selected and dg.AssetKey("qa_candidates") in selected, selected
+            with capsys.disabled():
+                print(f"\n{SCANS} scans as {runs_wanted} runs of {SCANS_PER_RUN}: registered and backfill added in "
+                      f"{added - started:.1f} s; all {runs_wanted} runs queued {queued_s:.0f} s after")
+            cluster._stop_service(cluster.services.pop("daemon"))

@@ -122,7 +122,7 @@ def test_every_dataset_wide_asset_follows_upstream_changes_by_automation():
         assert graph.get(key).automation_condition is None, key
     sensor = defs.resolve_sensor_def("dataset_automation")
     assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
-    assert {s.name for s in defs.sensors} == {"scan_discovery", "verdicts_watch", "dataset_automation"}
+    assert {s.name for s in defs.sensors} == {"scan_discovery", "verdicts_watch", "dataset_automation", "rerun_batch_survivors"}
 
 
 def test_verdicts_watch_observes_a_changed_file_once(tmp_path):

@@ -99,11 +99,23 @@ def test_a_bad_scan_fails_its_run_naming_it_and_no_scan_of_the_run_is_released(t
         assert broken in found[key].error
     assert not (out / "tables").exists() or not list((out / "tables").rglob("*.parquet"))
 
-    # Rerunning the good scans (a range each, as a split backfill does) builds them; the bad one stays named.
-    for key in (KEYS[0], KEYS[2]):
-        tags = {ASSET_PARTITION_RANGE_START_TAG: key, ASSET_PARTITION_RANGE_END_TAG: key}
-        assert per_scan_job(StorageResource(scans_root=str(scans), output_root=str(out))).execute_in_process(
-            instance=instance, tags=tags, raise_on_error=False).success
+    # The rerun sensor asks for the scans around the bad one, a range each; running them builds those scans and
+    # leaves the bad one named.
+    from assets.batch_rerun import RERUN_OF_TAG, batch_rerun_sensor
+
+    failed_run = instance.get_run_by_id(run.run_id)
+    failure = instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)[0].dagster_event
+    sensor = batch_rerun_sensor([dg.define_asset_job("scans", partitions_def=scan_partitions)], "scans")
+    context = dg.build_run_status_sensor_context(
+        sensor_name=sensor.name, dagster_event=failure, dagster_instance=instance, dagster_run=failed_run,
+    ).for_run_failure()
+    requests = sensor(context)
+    assert [(r.tags[ASSET_PARTITION_RANGE_START_TAG], r.tags[ASSET_PARTITION_RANGE_END_TAG]) for r in requests] == [
+        (KEYS[0], KEYS[0]), (KEYS[2], KEYS[2])]
+    assert all(r.tags[RERUN_OF_TAG] == run.run_id and r.job_name == "scans" for r in requests)
+    job = per_scan_job(StorageResource(scans_root=str(scans), output_root=str(out)))
+    for request in requests:
+        assert job.execute_in_process(instance=instance, tags=request.tags, raise_on_error=False).success
     found = states(instance)
     assert found[KEYS[0]].state == BUILT and found[KEYS[2]].state == BUILT
     assert found[broken].state == FAILED and found[broken].error.startswith(f"{broken}: ")
@@ -145,3 +157,13 @@ def test_a_scan_breaking_a_suite_in_a_range_is_named_by_its_own_check(tmp_path, 
     assert {i.partition_key: i.latest_execution_status.value for i in infos} == {
         KEYS[0]: "SUCCEEDED", KEYS[1]: "SUCCEEDED", broken: "FAILED"}
     assert not (out / "videos").exists()  # nothing downstream of the failed check ran, for any scan of the run
+
+
+def test_survivor_ranges_are_the_stretches_between_failed_scans():
+    from assets.batch_rerun import survivor_ranges
+
+    keys = list("abcdefg")
+    assert survivor_ranges(keys, set()) == [("a", "g")]
+    assert survivor_ranges(keys, {"a", "d", "e"}) == [("b", "c"), ("f", "g")]
+    assert survivor_ranges(keys, {"g"}) == [("a", "f")]
+    assert survivor_ranges(keys, set(keys)) == []

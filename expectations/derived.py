@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from expectations.checks import SlicedView
+from pipeline.groups import sorted_groups
 from pipeline.scoring.metrics import frequency_baseline
 from pipeline.table_scan import TableParts
 
@@ -178,10 +179,12 @@ def qa_distribution(qa: pl.DataFrame, min_questions: int = 40) -> pl.DataFrame:
     biases on purpose (``controls_distribution``), which the gate bounds only
     against a degenerate generator.
     """
-    real = qa.select(QA_DISTRIBUTION_COLUMNS).filter(pl.col("video_kind") == "real")
+    # One group at a time, with no filtered copy: at 10,000 scans the real-video rows with their options are
+    # gigabytes, and splitting them into every group at once was the release's peak.
     rows = []
-    for (profile, budget, qtype), group in sorted(
-        real.group_by(["profile", "budget", "question_type"]), key=lambda kv: tuple(str(k) for k in kv[0])
+    for (profile, budget, qtype), group in sorted_groups(
+        qa.select(QA_DISTRIBUTION_COLUMNS), ["profile", "budget", "question_type"],
+        where=pl.col("video_kind") == "real",
     ):
         enough = group.height >= min_questions
         baseline = frequency_baseline(group, by=("question_type",))["score"][0] if enough else None
@@ -197,6 +200,7 @@ def qa_distribution(qa: pl.DataFrame, min_questions: int = 40) -> pl.DataFrame:
                 "letter_deviation": _letter_deviation(group, min_questions),
             }
         )
+    rows.sort(key=lambda row: (str(row["profile"]), str(row["budget"]), str(row["question_type"])))
     schema = {
         "profile": pl.String,
         "budget": pl.String,

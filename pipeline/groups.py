@@ -3,9 +3,12 @@
 ``df.sort(keys + order).group_by(keys, maintain_order=True)`` sorts a copy of
 the whole table and then splits it into a copy per group, all at once: three
 times the table in memory for the release's baselines over millions of
-questions. Here only the grouping and ordering columns are sorted (with row
-numbers), and each group's rows are gathered when it is reached, so one group
-is held beside the table; groups and rows come in the same order.
+questions. Here the rows are grouped by hashing only the grouping columns
+(a row number list per group; polars keeps rows in their order within a
+group), the groups are sorted by key, and each group's rows are gathered and
+sorted by ``order`` when it is reached: one group is held beside the table,
+and the whole table's rows are never sorted. Groups and rows come in the same
+order as the sort would give them (``order`` names a unique column, ``id``).
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ def sorted_groups(
     if df.height == 0:
         return
     keys, order = list(keys), [c for c in order if c not in keys]
-    index = df.select(*keys, *order).with_row_index(ROW)
+    index = df.select(*keys).with_row_index(ROW)
     if where is not None:
         index = index.filter(df.select(where).to_series())
-    index = index.sort([*keys, *order]).group_by(keys, maintain_order=True).agg(pl.col(ROW))
+    index = index.group_by(keys).agg(pl.col(ROW)).sort(keys)
     for *key, rows in index.iter_rows():
-        yield tuple(key), df.select(pl.all().gather(pl.Series(rows, dtype=pl.UInt32)))
+        group = df.select(pl.all().gather(pl.Series(rows, dtype=pl.UInt32)))
+        yield tuple(key), group.sort(order) if order else group

@@ -20,8 +20,9 @@ A scan that fails (a ``ScanError`` naming its file, or a failed blocking check)
 fails the step after every scan of the range has been tried, with one line per
 failed scan (``BatchFailure``): Dagster records every partition of the run as
 failed, the membership names the scan that broke with its own line and the
-others as "not built: another scan of its run failed", and rerunning those
-partitions builds them. A scan is never released from a run that failed.
+others as "not built: another scan of its run failed", and the
+``rerun_batch_survivors`` sensor (``assets.batch_rerun``) reruns those others.
+A scan is never released from a run that failed.
 """
 
 from __future__ import annotations

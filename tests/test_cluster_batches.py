@@ -21,7 +21,8 @@ pytestmark = pytest.mark.cluster
 BROKEN = "synthetic/synth0001_00"
 
 
-def test_a_backfill_of_scan_ranges_releases_the_good_scans_and_names_the_bad_one(tmp_path, cluster, monkeypatch):
+def test_a_backfill_of_scan_ranges_releases_the_good_scans_and_names_the_bad_one(tmp_path, cluster, monkeypatch,
+                                                                                  capsys):
     import dagster as dg
     from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
@@ -41,6 +42,8 @@ def test_a_backfill_of_scan_ranges_releases_the_good_scans_and_names_the_bad_one
 
     backfill = scan2qa("backfill", "--wait", "--timeout", "1200", env=env)
     printed, _ = backfill.communicate(timeout=1500)
+    with capsys.disabled():
+        print("\n" + "\n".join(line for line in printed.splitlines() if not line.startswith("  ")))
     assert backfill.returncode == 1, printed
     assert "runs of up to 2 scans each" in printed, printed
     missing = [line for line in printed.splitlines() if line.strip().startswith("missing ")]

@@ -362,8 +362,10 @@ class Follower:
     def follow(self, deadline: float, label=lambda key: key) -> bool:
         """Print a line per key as it becomes done; False when ``deadline`` (monotonic) came first."""
         while True:
-            for state in self.poll():
-                done = sum(s.done for s in self.states.values())
+            newly_done = self.poll()
+            done = sum(s.done for s in self.states.values()) - len(newly_done)  # before this read's lines
+            for state in newly_done:
+                done += 1
                 say(f"[{done}/{len(self.keys)}] {label(state.key)} ... {self.describe(state)}")
             if len(self.states) == len(self.keys) and all(s.done for s in self.states.values()):
                 return True

@@ -54,7 +54,7 @@ from assets.backfill_progress import (
 from assets.celery import DATASET_JOB_CELERY, SCAN_JOB_CELERY
 from assets.instance_calls import DEFAULT_PATIENCE_S, DatabaseGone, Patience
 from assets.jobs import DATASET_JOB, SCAN_JOB
-from assets.run_errors import batch_failed_scans, stored_run_failure
+from assets.run_errors import batch_failed_scans, scan_line, stored_run_failure
 from assets.run_policy import MAX_RUNTIME_TAG, scan_run_tags
 from pipeline.scene.discovery import discover_scans
 
@@ -158,18 +158,19 @@ def add_job_backfill(instance: dg.DagsterInstance, patience: Patience, workspace
     return backfill.backfill_id
 
 
+def per_scan_nodes(workspace) -> list:
+    """The workspace's materializable assets partitioned by scan, as the code location defines them."""
+    from assets.partitions import scan_partitions
+
+    return [node for node in workspace.asset_graph.asset_nodes
+            if node.is_materializable and getattr(node.partitions_def, "name", None) == scan_partitions.name]
+
+
 def scans_per_run_of(workspace) -> int:
     """How many scans the code location's per-scan assets take per backfill run (``SCAN2QA_SCANS_PER_RUN`` where
     the code location runs: the daemon's code server, not this command)."""
-    from assets.partitions import scan_partitions
-
-    graph = workspace.asset_graph
-    sizes = {
-        node.backfill_policy.max_partitions_per_run or 0
-        for node in graph.asset_nodes
-        if node.is_materializable and node.partitions_def is not None
-        and getattr(node.partitions_def, "name", None) == scan_partitions.name and node.backfill_policy is not None
-    }
+    sizes = {node.backfill_policy.max_partitions_per_run or 0
+             for node in per_scan_nodes(workspace) if node.backfill_policy is not None}
     return max(sizes, default=1)
 
 
@@ -180,15 +181,9 @@ def add_asset_backfill(instance: dg.DagsterInstance, patience: Patience, workspa
     from dagster._core.execution.backfill import PartitionBackfill
     from dagster._core.utils import make_new_backfill_id
 
-    from assets.partitions import scan_partitions
-
-    graph = workspace.asset_graph
-    selection = sorted(
-        node.key for node in graph.asset_nodes
-        if node.is_materializable and getattr(node.partitions_def, "name", None) == scan_partitions.name
-    )
     backfill = PartitionBackfill.from_asset_partitions(
-        backfill_id=make_new_backfill_id(), asset_graph=graph, partition_names=keys, asset_selection=selection,
+        backfill_id=make_new_backfill_id(), asset_graph=workspace.asset_graph, partition_names=keys,
+        asset_selection=sorted(node.key for node in per_scan_nodes(workspace)),
         backfill_timestamp=time.time(), tags=tags, dynamic_partitions_store=instance, all_partitions=False,
         title=f"scan2qa backfill {tags.get(BATCH_TAG, '')}".strip(), description=None, run_config=None,
     )
@@ -345,9 +340,8 @@ class Follower:
             return ""
         error = self.errors.get(state.run_id or "", "") if state.state == FAILED else ""
         failed = self.batch_failures.get(state.run_id or "")
-        if state.state == FAILED and failed:  # a run over a range: this scan's own line, or whose failure it shared
-            error = f"{state.key}: {failed[state.key]}" if state.key in failed else (
-                f"another scan of its run failed ({', '.join(sorted(failed)[:3])}{', ...' if len(failed) > 3 else ''})")
+        if state.state == FAILED and failed:  # a run over a range: the words the release's membership uses
+            error = scan_line(state.key, failed)
         parts = [error, state.note]
         return "; ".join(p for p in parts if p) or state.state
 

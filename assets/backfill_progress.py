@@ -33,13 +33,13 @@ from datetime import datetime
 from dagster import DagsterRunStatus
 from dagster._core.storage.dagster_run import RunRecord
 from dagster._core.storage.tags import (
-    ASSET_PARTITION_RANGE_END_TAG,
-    ASSET_PARTITION_RANGE_START_TAG,
     AUTO_RETRY_RUN_ID_TAG,
     PARTITION_NAME_TAG,
     RETRY_NUMBER_TAG,
     WILL_RETRY_TAG,
 )
+
+from assets.partitions import keys_between, partition_range
 
 ENDED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
 # Seconds the retry daemon (it looks for failed runs every 5 s) gets to tag or retry a failed run.
@@ -73,10 +73,7 @@ def run_key(record: RunRecord) -> str:
 
 
 def run_range(record: RunRecord) -> tuple[str, str] | None:
-    """(first, last) scan of a run over a range of scans (a multi-run backfill's run, ``assets.scan_batches``)."""
-    tags = record.dagster_run.tags
-    start, end = tags.get(ASSET_PARTITION_RANGE_START_TAG), tags.get(ASSET_PARTITION_RANGE_END_TAG)
-    return (start, end) if start and end else None
+    return partition_range(record.dagster_run.tags)
 
 
 def retries_of(record: RunRecord) -> int:
@@ -95,16 +92,12 @@ class RunChains:
     def __init__(self, keys: list[str], ordered: list[str] | None = None):
         self.keys = set(keys)
         self.ordered = list(ordered or keys)
-        self.position = {key: index for index, key in enumerate(self.ordered)}
         self.latest: dict[str, RunRecord] = {}
         self.newest_update: datetime | None = None
 
     def keys_of(self, record: RunRecord) -> list[str]:
         bounds = run_range(record)
-        if bounds is None:
-            return [run_key(record)]
-        first, last = self.position.get(bounds[0]), self.position.get(bounds[1])
-        return [] if first is None or last is None else self.ordered[first:last + 1]
+        return [run_key(record)] if bounds is None else keys_between(self.ordered, *bounds)
 
     def absorb(self, records: list[RunRecord]) -> None:
         for record in records:

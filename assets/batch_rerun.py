@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import dagster as dg
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from assets.partitions import scan_partitions
+from assets.partitions import keys_between, partition_range, scan_partitions
 from assets.run_errors import batch_failed_scans
 
 RERUN_OF_TAG = "scan2qa/rerun_of"  # on each rerun: the batch run whose surviving scans it builds
@@ -47,30 +47,20 @@ def survivor_ranges(range_keys: Sequence[str], failed: set[str]) -> list[tuple[s
     return stretches
 
 
-def keys_between(ordered: Sequence[str], start: str, end: str) -> list[str]:
-    """The keys of a partition range: ``ordered`` is the partitions' order (registration order, for dynamic
-    partitions); a bound no longer registered gives nothing."""
-    try:
-        first, last = ordered.index(start), ordered.index(end)
-    except ValueError:
-        return []
-    return list(ordered[first:last + 1])
-
-
 def range_keys(instance: dg.DagsterInstance, start: str, end: str) -> list[str]:
     return keys_between(list(instance.get_dynamic_partitions(scan_partitions.name)), start, end)
 
 
 def rerun_requests(instance: dg.DagsterInstance, run: dg.DagsterRun, job_name: str) -> list[dg.RunRequest]:
-    start, end = run.tags.get(ASSET_PARTITION_RANGE_START_TAG), run.tags.get(ASSET_PARTITION_RANGE_END_TAG)
-    if not start or not end:
+    bounds = partition_range(run.tags)
+    if bounds is None:
         return []
     failed = batch_failed_scans(instance, run.run_id)
     if not failed:
         return []
     carried = {k: v for k, v in run.tags.items() if k.startswith(CARRIED_PREFIXES)}
     requests = []
-    for first, last in survivor_ranges(range_keys(instance, start, end), set(failed)):
+    for first, last in survivor_ranges(range_keys(instance, *bounds), set(failed)):
         requests.append(dg.RunRequest(
             run_key=f"{run.run_id}:{first}..{last}",
             job_name=job_name,

@@ -11,10 +11,11 @@ scans root for it (``assets.scene.load_partition_scan``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 import dagster as dg
 from dagster._core.definitions.data_version import DATA_VERSION_TAG
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 scan_partitions = dg.DynamicPartitionsDefinition(name="scans")
 
@@ -52,3 +53,19 @@ def gone_from_root(registered: Iterable[str], found: Iterable[str], complete: bo
     if not complete or not found:
         return []
     return sorted(set(registered) - found)
+
+
+def partition_range(tags: Mapping[str, str]) -> tuple[str, str] | None:
+    """(first, last) scan of a run over a range of scans (a multi-run backfill's run, ``assets.scan_batches``)."""
+    start, end = tags.get(ASSET_PARTITION_RANGE_START_TAG), tags.get(ASSET_PARTITION_RANGE_END_TAG)
+    return (start, end) if start and end else None
+
+
+def keys_between(ordered: Sequence[str], start: str, end: str) -> list[str]:
+    """The keys of a partition range: ``ordered`` is the partitions' order (registration order, for dynamic
+    partitions); a bound no longer registered gives nothing."""
+    try:
+        first, last = ordered.index(start), ordered.index(end)
+    except ValueError:
+        return []
+    return list(ordered[first:last + 1])

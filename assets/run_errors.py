@@ -22,12 +22,7 @@ def step_failure_line(events: Iterable[dg.DagsterEvent], key: str | None = None)
         if event.is_step_failure and key is not None:
             failed_scans = _failed_scans(event)
             if failed_scans is not None:
-                if key in failed_scans:
-                    return f"{key}: {failed_scans[key]}"
-                named = "; ".join(f"{other}: {problem}" for other, problem in sorted(failed_scans.items())[:3])
-                more = f" and {len(failed_scans) - 3} more" if len(failed_scans) > 3 else ""
-                return (f"not built: another scan of its run failed in {event.step_key} ({named}{more}); "
-                        "rerun this scan")
+                return scan_line(key, failed_scans, event.step_key)
         if event.is_step_failure and event.step_failure_data.error is not None:
             error = event.step_failure_data.error
             while error.cause is not None:
@@ -38,6 +33,17 @@ def step_failure_line(events: Iterable[dg.DagsterEvent], key: str | None = None)
                 message = text if error.cls_name == "ScanError" else f"{error.cls_name}: {text}"
             return message if error.cls_name == "ScanError" else f"{event.step_key}: {message}"
     return None
+
+
+def scan_line(key: str, failed_scans: dict[str, str], step: str | None = None) -> str:
+    """Scan ``key``'s line from a run over a range that failed on ``failed_scans`` (scan -> problem): its own
+    problem, or which scans of its run failed (in ``step``, when known)."""
+    if key in failed_scans:
+        return f"{key}: {failed_scans[key]}"
+    named = "; ".join(f"{other}: {problem}" for other, problem in sorted(failed_scans.items())[:3])
+    more = f" and {len(failed_scans) - 3} more" if len(failed_scans) > 3 else ""
+    where = f" in {step}" if step else ""
+    return f"not built: another scan of its run failed{where} ({named}{more}); rerun this scan"
 
 
 def _failed_scans(event: dg.DagsterEvent) -> dict[str, str] | None:

@@ -29,6 +29,20 @@ CREATED_RUNS = 50  # the daemon creates runs 25 at a time; ~1-2 s each on a load
 WAIT_S = 600  # an upper bound for a loaded machine; the run normally takes a fraction of it
 
 
+def count_runs_until(instance, tags: dict[str, str], wanted: int, since: float, deadline: float) -> list[tuple[float, int]]:
+    """(seconds since ``since``, runs tagged ``tags``) every 2 s until ``wanted`` runs exist or ``deadline``."""
+    import dagster as dg
+
+    counts: list[tuple[float, int]] = []
+    while time.monotonic() < deadline:
+        created = instance.get_runs_count(dg.RunsFilter(tags=tags))
+        counts.append((time.monotonic() - since, created))
+        if created >= wanted:
+            break
+        time.sleep(2)
+    return counts
+
+
 def test_ten_thousand_partitions_backfill_without_argv(tmp_path, monkeypatch, capsys):
     import dagster as dg
     from dagster._core.execution.backfill import BulkActionStatus
@@ -63,14 +77,8 @@ def test_ten_thousand_partitions_backfill_without_argv(tmp_path, monkeypatch, ca
             assert backfill.status == BulkActionStatus.REQUESTED and list(backfill.partition_names) == keys
 
             tags = {BACKFILL_ID_TAG: backfill_id}
-            counts: list[tuple[float, int]] = []
-            deadline = added + (WAIT_S * (SCANS // CREATED_RUNS) if every_run else WAIT_S)
-            while time.monotonic() < deadline:
-                created = instance.get_runs_count(dg.RunsFilter(tags=tags))
-                counts.append((time.monotonic() - added, created))
-                if created >= wanted:
-                    break
-                time.sleep(2)
+            counts = count_runs_until(instance, tags, wanted, added,
+                                      added + (WAIT_S * (SCANS // CREATED_RUNS) if every_run else WAIT_S))
             created = counts[-1][1]
             assert created >= wanted, f"the daemon created {created} runs of {wanted} in {counts[-1][0]:.0f} s"
 
@@ -145,7 +153,7 @@ def test_ten_thousand_scans_in_runs_of_a_hundred_are_queued_in_minutes(tmp_path,
     )
 
     from assets.backfill import BATCH_TAG, add_asset_backfill, open_workspace, register_partitions, scans_per_run_of
-    from assets.batch_rerun import keys_between
+    from assets.partitions import keys_between
     from assets.instance_calls import Patience
     from assets.partitions import scan_partitions
     from deploy.local_cluster import WORKSPACE
@@ -170,14 +178,7 @@ def test_ten_thousand_scans_in_runs_of_a_hundred_are_queued_in_minutes(tmp_path,
                 backfill_id = add_asset_backfill(instance, patience, workspace, keys, {BATCH_TAG: "scale"})
             added = time.monotonic()
             tags = {BACKFILL_ID_TAG: backfill_id}
-            counts: list[tuple[float, int]] = []
-            deadline = added + WAIT_S * (10 if every_run else 1)
-            while time.monotonic() < deadline:
-                created = instance.get_runs_count(dg.RunsFilter(tags=tags))
-                counts.append((time.monotonic() - added, created))
-                if created >= wanted:
-                    break
-                time.sleep(2)
+            counts = count_runs_until(instance, tags, wanted, added, added + WAIT_S * (10 if every_run else 1))
             elapsed, created = counts[-1]
             assert created >= wanted, f"the daemon created {created} runs of {wanted} in {elapsed:.0f} s"
             cluster._stop_service(cluster.services.pop("daemon"))  # no more runs while they are read

@@ -413,7 +413,7 @@ def missing_scan_lines(keys: list[str], follower: Follower, release) -> list[str
 def run(args: argparse.Namespace) -> int:
     if not os.environ.get("DAGSTER_HOME"):
         print("scan2qa backfill: DAGSTER_HOME is not set: a backfill runs on a deployment's instance "
-              "(deploy/dagster.yaml; see README, Scaling out)", file=sys.stderr)
+              "(deploy/dagster.yaml; see docs/scaling.md)", file=sys.stderr)
         return 1
     if not Path(args.workspace).is_file():
         print(f"scan2qa backfill: {args.workspace}: no such workspace file (the one the daemon loads)", file=sys.stderr)

@@ -40,7 +40,7 @@ def max_concurrent_runs() -> int:
 
 
 def instance_yaml(max_runs: int) -> str:
-    return f"""{MARKER} for `make demo` (README, "Looking at the demo in Dagster").
+    return f"""{MARKER} for `make demo` (docs/operating.md, "Looking at the demo in Dagster").
 # Storage is Dagster's default SQLite under this folder. Runs the UI, the sensors or the schedule launch wait
 # in a queue; the daemon (started by `dagster dev`) starts them as slots free up.
 run_coordinator:

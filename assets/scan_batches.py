@@ -1,7 +1,7 @@
 """Several scans in one run: per-scan steps over a partition range, and what a failing scan does to it.
 
 A backfill of 10,000 scans at one scan per run is 10,000 runs, and Dagster's
-backfill daemon creates runs at tens a minute (README, "At 10,000 scans"). With
+backfill daemon creates runs at tens a minute (docs/scaling.md, "At 10,000 scans"). With
 ``SCAN2QA_SCANS_PER_RUN`` above 1, every per-scan asset carries
 ``BackfillPolicy.multi_run`` of that size, so an asset backfill (the UI's
 "Materialize" on the per-scan assets, ``instance.add_backfill``) makes one run

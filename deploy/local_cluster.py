@@ -8,7 +8,7 @@ loopback ports, with its data in one working folder, and stops everything it
 started on exit: Postgres and Redis from the Debian packages (``postgresql``,
 ``redis-server``), moto's S3 server from the ``moto[server]`` package, the
 rest from this project's environment. Nothing here is scan2qa logic: the same
-processes, started by hand on several machines, are the deployment the README
+processes, started by hand on several machines, are the deployment docs/scaling.md
 describes.
 
 Fault tests break it on purpose, each helper doing what the named failure does
@@ -397,7 +397,7 @@ class LocalCluster:
     # --- Dagster and Celery processes --------------------------------------------------------------------------------
 
     def start_worker(self, name: str, threads: int = 1, **env: str) -> Service:
-        """One Celery worker process taking one step at a time, as the README's worker command starts it."""
+        """One Celery worker process taking one step at a time, as docs/scaling.md's worker command starts it."""
         service = self._spawn(
             f"worker-{name}",
             [str(BIN / "celery"), "-A", "assets.celery_worker", "worker", "-n", f"{name}@%h", "--concurrency", "1",

@@ -17,7 +17,7 @@ frees its slot; run retries then launch it again). Nothing here resumes a run:
 ``max_resume_run_attempts`` stays 0, as ``DefaultRunLauncher`` cannot resume.
 
 Only for code servers the daemon reaches on its own machine (``python_module``
-in ``workspace.yaml``, the README's bare-metal deployment): a remote code server
+in ``workspace.yaml``, docs/scaling.md's bare-metal deployment): a remote code server
 behind a flaky network would make a healthy run look dead. On Kubernetes the
 chart's ``K8sRunLauncher`` does this check itself, against the run's pod.
 """

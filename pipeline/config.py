@@ -30,7 +30,7 @@ class VisibilityConfig:
     resolution_scale: float = 1.0  # < 1 renders a reduced-resolution mask and rescales counts (estimates only)
     # "full": one ray per pixel of every frame. "adaptive": coarse grid, silhouettes at full resolution, and every
     # count a decision reads proven exact by sound bounds (pipeline/visibility/coarse_to_fine.py); it decides exactly
-    # as "full" but is not cheaper on today's scans (README, Method -> Visibility), so it is not the default.
+    # as "full" but is not cheaper on today's scans (docs/method.md, Visibility), so it is not the default.
     cast: str = "full"
     coarse_step: int = 8  # adaptive: pixels between coarse rays (a power of two)
     footprint_cell: float = 0.5  # adaptive: metres; objects are bounded by one box per grid cell of their triangles

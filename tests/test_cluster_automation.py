@@ -14,7 +14,7 @@ of the same scans, table for table, byte for byte.
 
 The latencies from scans landing in the bucket to their release are printed
 (``pytest -s``), split into the builds themselves and the waiting around them
-(discovery, automation, the run queue and launcher); README's Dagster section
+(discovery, automation, the run queue and launcher); docs/operating.md
 quotes them. Run with ``make test-cluster``.
 """
 

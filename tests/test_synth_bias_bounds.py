@@ -4,7 +4,7 @@ The questions are made as a build makes them: each scan written in ScanNet's lay
 derived from the mesh as for any ScanNet scan, where the in-memory scene would give its planned rooms), scene
 tables, nested budgets, ray-cast visibility, the SPEC §3 rule, every candidate per budget, then the dataset-wide
 filters, caps and answer-distribution control of ``finalize_qa``; without the videos and the gate a build adds.
-``scan2qa synth --scenes 20 --frames 100`` then ``scan2qa build`` gives the same revsi figures (README, "On 20
+``scan2qa synth --scenes 20 --frames 100`` then ``scan2qa build`` gives the same revsi figures (docs/method.md, "On 20
 synthetic scans").
 """
 

@@ -78,7 +78,7 @@ class SuiteValidation:
 
     suite: str
     rows: int  # rows of the view, all decided by polars
-    sample_rows: int  # rows Great Expectations validated
+    sample_rows: int  # rows Great Expectations validated (every row, in batches)
     gx_version: str
     expectations: list[ExpectationOutcome] = field(default_factory=list)
 
@@ -91,8 +91,15 @@ class SuiteValidation:
         return sum(not e.success for e in self.expectations)
 
 
-def outcome_from_gx(rule, result, *, unexpected_count: int, failing_rows: list[str], success: bool) -> ExpectationOutcome:
-    """An ``ExpectationOutcome`` from our rule, GX's ``ExpectationValidationResult`` and the polars verdict."""
+def outcome_from_gx(
+    rule, result, *, unexpected_count: int, failing_rows: list[str], success: bool,
+    gx_success: bool | None = None, gx_unexpected_count: int | None = None,
+) -> ExpectationOutcome:
+    """An ``ExpectationOutcome`` from our rule, GX's ``ExpectationValidationResult`` and the polars verdict.
+
+    ``gx_success`` and ``gx_unexpected_count``, when given, are GX's verdict and count added up over every batch
+    it validated (``result`` is then one of those batches' results, for the configuration and observed value).
+    """
     config = result.expectation_config
     details = result.result or {}
     error = ""
@@ -108,8 +115,8 @@ def outcome_from_gx(rule, result, *, unexpected_count: int, failing_rows: list[s
         success=success,
         unexpected_count=unexpected_count,
         failing_rows=list(failing_rows),
-        gx_success=None if error else bool(result.success),
-        gx_unexpected_count=details.get("unexpected_count"),
+        gx_success=None if error else (bool(result.success) if gx_success is None else gx_success),
+        gx_unexpected_count=details.get("unexpected_count") if gx_unexpected_count is None else gx_unexpected_count,
         gx_observed="" if observed is None else json.dumps(observed, default=str)[:400],
         gx_error=error.splitlines()[0][:300] if error else "",
     )

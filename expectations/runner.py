@@ -1,18 +1,24 @@
-"""Run the suites and say which rule failed on which rows; Great Expectations renders the Data Docs.
+"""Run the suites and say which rule failed on which rows; Great Expectations validates every row.
 
 Every rule is decided by ``expectations.checks`` in polars over the whole
 view, with Great Expectations' semantics (nulls and NaN ignored by column
-rules, every member of a duplicated group failing a uniqueness rule). An
-ephemeral GX context then validates each suite on a bounded sample of its
-view, the first rows plus the first failing rows of every failed rule, in one
-batch validation (imported without the parts it never runs: ``expectations.gx_import``); it must reach
-the same verdict rule by rule (a disagreement is
-an error, never a silent pass). Handing GX whole tables meant converting
-millions of rows to pandas objects and hashing them, twice per release. The
-validation results are kept on the report (``GateReport.validations``) and
-rendered once by ``expectations.data_docs`` into offline pages; GX's own site
-builder (CDN scripts, a temporary folder) is not used. Great Expectations is
-imported here, lazily, only when a gate actually runs.
+rules, every member of a duplicated group failing a uniqueness rule); that
+decision names the failing rows and is what an asset check reads without
+importing GX. The gate then has Great Expectations validate *every row* of
+each released view, batch by batch (``gx_batches``): row rules over slices
+of at most ``GX_BATCH_ROWS`` rows, their unexpected counts summed; a
+uniqueness rule over the key columns alone, hash-partitioned so that equal
+keys always share a batch (a duplicate is never split across two). GX's
+verdict per rule must equal the polars one (a disagreement is an error, never
+a silent pass), and the Data Docs' "rows GX validated" equals the table's row
+count. Batches keep GX's pandas conversion bounded: at 10,000 scans the qa
+view is millions of rows with list columns, which one pandas frame would hold
+as Python objects all at once. GX is imported without the parts it never
+runs (``expectations.gx_import``). The validation results are kept on the
+report (``GateReport.validations``) and rendered once by
+``expectations.data_docs`` into offline pages; GX's own site builder (CDN
+scripts, a temporary folder) is not used. Great Expectations is imported
+here, lazily, only when a gate actually runs.
 
 One gate per release: ``run_gate`` (Great Expectations, Data Docs) runs once,
 in the ``release`` step, over exactly the tables it releases. The Dagster
@@ -24,6 +30,8 @@ its own partition early without importing Great Expectations at all.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
 import polars as pl
@@ -179,10 +187,86 @@ def run_gate(
     return report
 
 
-def _gx_expectation(gx, rule: Rule, check: RuleCheck, rows: int, sample: int):
+GX_BATCH_ROWS = 200_000  # rows of one GX batch: a slice of the view, or one hash partition of a uniqueness key
+
+
+def _uniqueness(rule: Rule) -> bool:
+    return "Unique" in rule.expectation
+
+
+def _row_batches(view: pl.DataFrame | SlicedView) -> Iterator[pl.DataFrame]:
+    """The whole view in row order, a bounded slice at a time (an empty view is one empty batch)."""
+    if isinstance(view, SlicedView):
+        pieces = view.slices()
+    else:
+        pieces = (view.slice(start, GX_BATCH_ROWS) for start in range(0, view.height, GX_BATCH_ROWS))
+    empty = True
+    for piece in pieces:
+        empty = False
+        yield piece
+    if empty:
+        yield view if isinstance(view, pl.DataFrame) else pl.DataFrame()
+
+
+def _key_batches(view: pl.DataFrame | SlicedView, columns: list[str]) -> Iterator[pl.DataFrame]:
+    """A uniqueness rule's key columns of every row, split by a hash of the key so equal keys share a batch."""
+    if isinstance(view, SlicedView):
+        keys = view.columns(columns)
+    else:
+        present = [c for c in columns if c in view.columns]
+        keys = view.select(present)
+    parts = max(1, math.ceil(keys.height / GX_BATCH_ROWS))
+    if parts == 1 or not keys.width:
+        yield keys
+        return
+    bucket = keys.select((pl.struct(keys.columns).hash(seed=0) % parts).alias("_part"))["_part"]
+    for part in range(parts):
+        yield keys.filter(bucket == part)
+
+
+@dataclass
+class _GXVerdict:
+    """GX's results for one rule over every batch: the verdict and counts added up, the first result for the page."""
+
+    first: object = None
+    success: bool = True
+    unexpected: int | None = None
+    raised: bool = False
+    rows: int = 0
+
+    def add(self, result, rows: int) -> None:
+        raised = bool(result.exception_info and result.exception_info.get("raised_exception"))
+        if self.first is None or raised or (self.first.success and not result.success and not self.raised):
+            self.first = result  # the page shows a failing (or raising) batch's result when there is one
+        self.raised = self.raised or raised
+        self.rows += rows
+        self.success = self.success and bool(result.success)
+        count = (result.result or {}).get("unexpected_count")
+        if count is not None:
+            self.unexpected = (self.unexpected or 0) + int(count)
+
+
+def _validate(gx, whole_view, name: str, expectations: list, batches: Iterator[pl.DataFrame], verdicts: dict) -> None:
+    """Validate ``expectations`` on each batch, adding GX's result per rule into ``verdicts``."""
+    if not expectations:
+        return
+    for frame in batches:
+        batch = whole_view.get_batch(batch_parameters={"dataframe": _to_pandas(frame)})
+        # The suite is built whole and validated on the batch directly: adding expectations one by one to a suite
+        # in the context's store re-serialised the whole suite each time, and a Checkpoint adds stores, freshness
+        # checks and a run record around the same validator call. The results are the same objects.
+        validation = batch.validate(gx.ExpectationSuite(name=name, expectations=expectations),
+                                    result_format={"result_format": RESULT_FORMAT})
+        for er in validation.results:
+            verdicts.setdefault(er.expectation_config.meta["rule"], _GXVerdict()).add(er, frame.height)
+        del batch, validation
+
+
+def _gx_expectation(gx, rule: Rule, check: RuleCheck, rows: int):
     note = (
         f"Checked by polars on all {rows:,} rows: {check.unexpected_count:,} failing. Great Expectations "
-        f"validates the {sample:,} rows shown here (the first rows and the first failing ones)."
+        f"validated all {rows:,} rows too, in batches of at most {GX_BATCH_ROWS:,}"
+        + (" (the key columns, equal keys in one batch)." if _uniqueness(rule) else ".")
     )
     meta = {"rule": rule.name, "guards": rule.guards, "notes": {"format": "markdown", "content": [note]}}
     return getattr(gx.expectations, rule.expectation)(**rule.kwargs, meta=meta, description=rule.meaning or None)
@@ -190,28 +274,27 @@ def _gx_expectation(gx, rule: Rule, check: RuleCheck, rows: int, sample: int):
 
 def _run_suite(gx, whole_view, suite: Suite, view: pl.DataFrame | SlicedView) -> tuple[list[RuleResult], SuiteValidation]:
     decided = decide(view, suite.rules, suite.id_column)
-    checks, sample, height = decided.checks, decided.sample, decided.height
-    batch = whole_view.get_batch(batch_parameters={"dataframe": _to_pandas(sample)})
-    # The suite is built whole and validated on the batch directly: adding expectations one by one to a suite
-    # in the context's store re-serialised the whole suite each time, and a Checkpoint adds stores, freshness
-    # checks and a run record around the same validator call. The results are the same objects.
-    gx_suite = gx.ExpectationSuite(
-        name=suite.table,
-        expectations=[_gx_expectation(gx, rule, checks[rule.name], height, sample.height) for rule in suite.rules],
-    )
-    validation = batch.validate(gx_suite, result_format={"result_format": RESULT_FORMAT})
-    rules = {rule.name: rule for rule in suite.rules}
+    checks, height = decided.checks, decided.height
+    verdicts: dict[str, _GXVerdict] = {}
+    row_rules = [r for r in suite.rules if not _uniqueness(r)]
+    _validate(gx, whole_view, suite.table, [_gx_expectation(gx, r, checks[r.name], height) for r in row_rules],
+              _row_batches(view), verdicts)
+    for rule in (r for r in suite.rules if _uniqueness(r)):
+        columns = list(rule.kwargs.get("column_list") or [rule.kwargs["column"]])
+        _validate(gx, whole_view, suite.table, [_gx_expectation(gx, rule, checks[rule.name], height)],
+                  _key_batches(view, columns), verdicts)
     results: list[RuleResult] = []
-    page = SuiteValidation(suite.table, height, sample.height, gx.__version__)
-    for er in validation.results:
-        rule = rules[er.expectation_config.meta["rule"]]
+    validated = max((v.rows for v in verdicts.values()), default=0)
+    page = SuiteValidation(suite.table, height, validated, gx.__version__)
+    for rule in suite.rules:
+        verdict = verdicts[rule.name]
         check = checks[rule.name]
-        if er.exception_info and er.exception_info.get("raised_exception"):
+        if verdict.raised:
             check = RuleCheck(False, 0, [])  # as when Great Expectations could not evaluate it on the whole view
-        elif bool(er.success) != check.success:
+        elif verdict.success != check.success:
             raise RuntimeError(
-                f"{rule.name}: Great Expectations says {'pass' if er.success else 'fail'} on {sample.height} rows "
-                f"where the check over all {height} rows says {'pass' if check.success else 'fail'}"
+                f"{rule.name}: Great Expectations says {'pass' if verdict.success else 'fail'} on all {verdict.rows} "
+                f"rows where polars over all {height} rows says {'pass' if check.success else 'fail'}"
             )
         results.append(
             RuleResult(
@@ -225,8 +308,9 @@ def _run_suite(gx, whole_view, suite: Suite, view: pl.DataFrame | SlicedView) ->
         )
         page.expectations.append(
             outcome_from_gx(
-                rule, er, unexpected_count=results[-1].unexpected_count,
+                rule, verdict.first, unexpected_count=results[-1].unexpected_count,
                 failing_rows=results[-1].failing_rows, success=results[-1].success,
+                gx_success=None if verdict.raised else verdict.success, gx_unexpected_count=verdict.unexpected,
             )
         )
     return results, page

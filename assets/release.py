@@ -43,12 +43,19 @@ def reviewer_verdicts(storage: StorageResource, run_config: RunConfigResource) -
     )
 
 
+ALL_SCANS_CHECK = "all_registered_scans_released"
+
+
 @dg.asset(
     deps=["qa", "qa_distribution_drops", reviewer_verdicts],
     ins={"scan_membership": dg.AssetIn("scan_membership")},
     group_name="release",
     description="gated, atomic release with manifest, reviewer report and Data Docs (the one Great Expectations gate)",
     automation_condition=dataset_automation(),
+    check_specs=[dg.AssetCheckSpec(
+        ALL_SCANS_CHECK, asset="release",
+        description="every registered scan is in the release (warns, naming each scan left out and why)",
+    )],
     **file_asset(__name__, {"great_expectations", "html"}),
 )
 def release(
@@ -64,8 +71,11 @@ def release(
     context.log.info(f"release {outcome.release.version} written to {outcome.release.path}")
     counts = manifest["row_counts"]
     excluded = manifest["checks"]["excluded_scans"]["failed_scans"]
+    registered = scan_membership.height
     return dg.MaterializeResult(
         metadata={
+            "scans released": dg.MetadataValue.text(f"{registered - len(excluded)} of {registered}"),
+            "excluded scans": dg.MetadataValue.int(len(excluded)),
             "version": outcome.release.version,
             "path": path_value(outcome.release.path),
             "report": link_value(outcome.report),
@@ -82,5 +92,23 @@ def release(
             ),
             "rejected_by_reviewers": len(outcome.rejected),
             "orphan_verdicts": len(outcome.orphan_verdicts),
-        }
+        },
+        check_results=[all_scans_released(excluded, registered)],
+    )
+
+
+
+def all_scans_released(excluded: list[dict], registered: int) -> dg.AssetCheckResult:
+    """Fails (WARN: the release is still published and usable) when any registered scan was left out, so a partial
+    release is not the green asset a complete one is; its metadata names each scan with its state and error."""
+    return dg.AssetCheckResult(
+        check_name=ALL_SCANS_CHECK,
+        passed=not excluded,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=(f"{len(excluded)} of {registered} registered scans left out of the release" if excluded
+                     else f"all {registered} registered scans released"),
+        metadata={
+            "excluded scans": dg.MetadataValue.int(len(excluded)),
+            "scans": dg.MetadataValue.json({e["key"]: f"{e['state']}: {e['error']}" for e in excluded}),
+        },
     )

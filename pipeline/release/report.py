@@ -421,9 +421,13 @@ def render_report(
     scans = tables.get("scans", pl.DataFrame())
     warned = _warned_scans(scans)
     warned_text = "" if warned is None else f" {warned.height} of {scans.height} scans with warnings."
-    parts.append(
-        f"<h1>{_esc(title)}</h1><p class=meta>{qa.height} questions over {qa['key'].n_unique()} scans.{warned_text}</p>"
-    )
+    released = scans.height if "key" in scans.columns else qa["key"].n_unique()
+    left_out = (excluded_scans or {}).get("failed_scans", [])
+    over = (f"the {released} released scans of {released + len(left_out)} registered" if left_out
+            else f"{qa['key'].n_unique()} scans")
+    parts.append(f"<h1>{_esc(title)}</h1>")
+    parts.append(exclusions_html(released, excluded_scans))  # before anything else: a partial release says so first
+    parts.append(f"<p class=meta>{qa.height} questions over {over}.{warned_text}</p>")
     parts.append(release_stamp(release, gate))
 
     # Counts per type and budget: real videos per budget, dummy videos apart (the charts count real videos only).
@@ -576,6 +580,31 @@ def render_report(
     parts.extend(render_item(item, labels) for item in items)
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def exclusions_html(released: int, excluded: dict | None) -> str:
+    """The report's first lines when the release leaves scans out: how many of the registered scans it holds, and
+    each scan left out with its one-line reason (the manifest's ``checks.excluded_scans``); "" for a complete
+    release. Without it a partial release read as a complete one: its header counted only the scans it holds."""
+    excluded = excluded or {}
+    failed, skipped = excluded.get("failed_scans", []), excluded.get("skipped_folders", [])
+    if not failed and not skipped:
+        return ""
+    lines = []
+    if failed:
+        registered = released + len(failed)
+        lines.append(f'<p class="bad">Partial release: {released} of {registered} registered scans released, '
+                     f'{len(failed)} left out.</p>')
+    items = [
+        f'<li data-excluded="{_esc(f["key"])}"><code>{_esc(f["key"])}</code>'
+        f'{" (" + _esc(f["state"].replace("_", " ")) + ")" if f.get("state") else ""}: {_esc(f["error"])}</li>'
+        for f in failed
+    ]
+    if skipped:
+        lines.append(f"<p>{len(skipped)} folder{'s' * (len(skipped) != 1)} under the scans root skipped by discovery "
+                     "(not registered as scans).</p>")
+        items += [f"<li>skipped folder {_esc(line)}</li>" for line in skipped]
+    return f'<section id="excluded-scans">{"".join(lines)}<ul>{"".join(items)}</ul></section>'
 
 
 STAMP_START, STAMP_END = "<!-- release stamp -->", "<!-- /release stamp -->"

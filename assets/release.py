@@ -10,6 +10,8 @@ table's suite is also an asset check on that table's own asset
 broken table shows on its own catalog page and stops before the release.
 """
 
+import os
+
 import dagster as dg
 import polars as pl
 
@@ -44,6 +46,17 @@ def reviewer_verdicts(storage: StorageResource, run_config: RunConfigResource) -
 
 
 ALL_SCANS_CHECK = "all_registered_scans_released"
+RELEASE_URL = "SCAN2QA_RELEASE_URL"  # the HTTP address the releases folder is served at (make ui: 127.0.0.1:3001)
+
+
+def page_link(path, version: str, page: str) -> dg.MetadataValue:
+    """A release page as the UI can open it: under ``SCAN2QA_RELEASE_URL`` when the deployment serves the releases
+    folder over HTTP; else an object store's URL, or the local path to copy (a browser refuses ``file://`` links
+    from a web page, so a local file is never offered as one)."""
+    base = os.environ.get(RELEASE_URL, "").strip().rstrip("/")
+    if base:
+        return dg.MetadataValue.url(f"{base}/{version}/{page}")
+    return link_value(path) if "://" in str(path) else path_value(path)
 
 
 @dg.asset(
@@ -62,8 +75,9 @@ def release(
     context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource,
     scan_membership: pl.DataFrame,
 ) -> dg.MaterializeResult:
-    from pipeline.release.build import build_release
+    from pipeline.release.build import DATA_DOCS_INDEX, REPORT_INDEX, build_release
     from pipeline.release.membership import state_counts
+    from pipeline.release.summary import release_summary_md
 
     config = step_config(context, storage, run_config, __name__)
     outcome = build_release(config, membership=scan_membership)
@@ -78,8 +92,9 @@ def release(
             "excluded scans": dg.MetadataValue.int(len(excluded)),
             "version": outcome.release.version,
             "path": path_value(outcome.release.path),
-            "report": link_value(outcome.report),
-            "data_docs": link_value(outcome.data_docs),
+            "report": page_link(outcome.report, outcome.release.version, REPORT_INDEX),
+            "data_docs": page_link(outcome.data_docs, outcome.release.version, DATA_DOCS_INDEX),
+            "summary": dg.MetadataValue.md(release_summary_md(manifest, registered)),
             "dagster/uri": dg.MetadataValue.text(str(outcome.release.path)),
             "scans": dg.MetadataValue.json(state_counts(scan_membership)),
             "excluded_scans": dg.MetadataValue.md(

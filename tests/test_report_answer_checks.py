@@ -205,3 +205,16 @@ def test_appearance_order_shows_first_appearance_frames_in_answer_order(tmp_path
     assert re.findall(r'alt="frame \d+: first ([a-z]+)"', page) == ["cup", "mug", "sofa", "tv"]
     kind, facts = _checks(page)["appearance"]
     assert kind == "appearance_order" and [f["category"] for f in facts] == ["cup", "mug", "sofa", "tv"]
+
+
+def test_shown_frames_box_as_many_named_objects_as_they_can():
+    """Six chairs each best seen in its own frame, four frames shown: the frame holding the last three is one of them
+    (the first four frames in frame order left two chairs unboxed)."""
+    from pipeline.release.report import covering_frames
+
+    rows = [{"frame_index": f, "object_id": f} for f in range(6)] + [{"frame_index": 5, "object_id": o} for o in (3, 4)]
+    seen = pl.DataFrame(rows)
+    frames = covering_frames(list(range(6)), seen, 4)
+    assert len(frames) == 4 and 5 in frames and frames == sorted(frames)
+    assert set(seen.filter(pl.col("frame_index").is_in(frames))["object_id"]) == set(range(6))
+    assert covering_frames([3, 1, 1], seen, 4) == [1, 3]  # every best frame when they fit, as before

@@ -324,13 +324,33 @@ def plan_item(
             .to_list()
         )
         colours = object_colours(used)
-        for frame_index in sorted(set(best))[:max_frames]:
+        for frame_index in covering_frames(best, seen, max_frames):
             boxes = [
                 (obj["object_id"], tuple(obj["bbox"]), colours[obj["object_id"]])
                 for obj in seen.filter(pl.col("frame_index") == frame_index).sort("object_id").iter_rows(named=True)
             ]
             item.shots.append(Shot(video, rank_of[frame_index], f"frame {frame_index}", boxes, frame_index=frame_index))
     return item
+
+
+def covering_frames(best: list[int], seen: pl.DataFrame, max_frames: int) -> list[int]:
+    """Up to ``max_frames`` of the objects' best frames, in frame order, chosen to box as many named objects as they
+    can (each pick the frame boxing most objects not yet boxed; ties: the earlier frame).
+
+    With more best frames than shown, the first ones in frame order left later objects unboxed: a counting
+    question's fifth chair, a relative-distance question's last option. The same frames as before when they fit.
+    """
+    candidates = sorted(set(best))
+    if len(candidates) <= max_frames:
+        return candidates
+    boxed_in = {f: set(seen.filter(pl.col("frame_index") == f)["object_id"].to_list()) for f in candidates}
+    chosen: list[int] = []
+    covered: set[int] = set()
+    while len(chosen) < max_frames:
+        frame = max((f for f in candidates if f not in chosen), key=lambda f: (len(boxed_in[f] - covered), -f))
+        chosen.append(frame)
+        covered |= boxed_in[frame]
+    return sorted(chosen)
 
 
 def shoot(shots: list[Shot]) -> None:

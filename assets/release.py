@@ -8,6 +8,10 @@ expectation raises ``ReleaseBlocked`` and the previous release stays. Each
 table's suite is also an asset check on that table's own asset
 (``assets.table_checks``, decided in polars, no Great Expectations), so a
 broken table shows on its own catalog page and stops before the release.
+A release that leaves registered scans out still publishes, but its
+``all_registered_scans_released`` check warns and its metadata counts them, so
+the catalog does not show it as complete; its report and Data Docs open from
+the catalog (``page_link``, and the embedded Markdown ``summary``).
 """
 
 import os
@@ -110,7 +114,6 @@ def release(
         },
         check_results=[all_scans_released(excluded, registered)],
     )
-
 
 
 def all_scans_released(excluded: list[dict], registered: int) -> dg.AssetCheckResult:

@@ -1,7 +1,8 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   -> environment + synthetic scans + the whole asset graph, printing where outputs went
 #   make test   -> environment + the test suite (what CI runs)
-#   make ui     -> the Dagster UI (dagster dev) on the demo's instance, after make demo
+#   make ui     -> the Dagster UI (dagster dev) on the demo's instance, after make demo, with the releases folder
+#                  served on http://127.0.0.1:3001 so the release's report and Data Docs links open from the UI
 # Scaling out (README, "Scaling out"):
 #   make cluster-demo -> Postgres, Redis, S3 (moto), two Celery workers, daemon and UI on loopback; the demo
 #                        scans as a backfill; stops everything on exit or Ctrl-C
@@ -46,12 +47,22 @@ $(VENV)/.installed: pyproject.toml deploy/requirements.lock | system-deps
 DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 DEMO_HOME    := $(abspath $(DAGSTER_HOME))
 
+# The release's report and Data Docs links point under SCAN2QA_RELEASE_URL, where make ui serves the releases
+# folder (loopback only; a browser refuses file:// links from the UI's page).
+RELEASES     ?= data/out/releases
+RELEASE_PORT ?= 3001
+RELEASE_URL  ?= http://127.0.0.1:$(RELEASE_PORT)
+
 demo: setup
 	$(BIN)/python -m assets.demo_instance "$(DEMO_HOME)"
-	DAGSTER_HOME="$(DEMO_HOME)" $(BIN)/scan2qa build
+	DAGSTER_HOME="$(DEMO_HOME)" SCAN2QA_RELEASE_URL="$(RELEASE_URL)" $(BIN)/scan2qa build
 
 ui: setup
-	DAGSTER_HOME="$(DEMO_HOME)" $(BIN)/dagster dev -w workspace.yaml
+	@mkdir -p "$(RELEASES)"
+	@echo "releases served at $(RELEASE_URL) (the release's report and data_docs links)"
+	@$(BIN)/python -m http.server --directory "$(RELEASES)" --bind 127.0.0.1 $(RELEASE_PORT) >/dev/null 2>&1 & \
+	server=$$!; trap 'kill $$server' EXIT INT TERM; \
+	DAGSTER_HOME="$(DEMO_HOME)" SCAN2QA_RELEASE_URL="$(RELEASE_URL)" $(BIN)/dagster dev -w workspace.yaml
 
 test: setup
 	$(BIN)/python -m pytest -n 2 -q -rs

@@ -42,7 +42,9 @@ from pipeline.errors import ConfigError
 from pipeline.output_paths import output_root_problem
 from pipeline.interrupts import Interrupted, raise_if_interrupted
 from pipeline.scene.discovery import discover, discover_scans
-from pipeline.scene.scan_notes import excluded_lines, read_scan_warnings, warning_lines, write_skipped
+from pipeline.scene.scan_notes import (
+    SKIPPED_FILE, excluded_lines, read_scan_warnings, read_skipped, warning_lines, write_skipped,
+)
 from pipeline.errors import OutputUnwritable, StorageUnreachable, unreachable_reason
 from pipeline.storage import reaching, upath
 from pipeline.threads import available_cores, threads_per_worker
@@ -173,7 +175,9 @@ def materialize_quietly(
     raise_if_interrupted()  # a signal during the run made it fail: that is the build stopping, not a bad scan
     if result.success:
         return True, ""
-    failed = [e for e in result.get_asset_check_evaluations() if not e.passed]
+    # A WARN check (the release's all_registered_scans_released) never fails a run: not what made this one fail.
+    failed = [e for e in result.get_asset_check_evaluations()
+              if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
     if details is not None:
         details.extend(failed_checks(result) or failure_detail(result))
     if failed:  # a table broke its expectation suite: say which table and which rules, not Dagster's wrapper
@@ -290,11 +294,16 @@ def output_summary(config: Config) -> list[str]:
         count = sum(1 for _ in videos.rglob("*.mp4"))
         lines.append(f"videos: {videos} ({count} mp4 files)")
     lines += release_summary(config)
-    # Anything else an asset writes under the output root is listed too.
+    # Anything else an asset writes under the output root is listed too; the skipped-folders note only when it
+    # names a folder (it is always written, and "(1 file)" for an empty list read as if something was skipped).
     root = upath(config.output_root, config.storage_options)
     if root.exists():
+        skipped = read_skipped(config.output_root, config.storage_options)
         for entry in sorted(root.iterdir(), key=lambda p: p.name):
-            if entry.name not in ("tables", "videos", "releases") and not entry.name.startswith("."):
+            if entry.name == SKIPPED_FILE:
+                if skipped:
+                    lines.append(f"{entry.name}: {entry} ({len(skipped)} skipped folder{'s' if len(skipped) != 1 else ''})")
+            elif entry.name not in ("tables", "videos", "releases") and not entry.name.startswith("."):
                 count = sum(1 for p in entry.rglob("*") if p.is_file()) if entry.is_dir() else 1
                 lines.append(f"{entry.name}: {entry} ({count} file{'s' if count != 1 else ''})")
     return lines

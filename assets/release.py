@@ -8,7 +8,13 @@ expectation raises ``ReleaseBlocked`` and the previous release stays. Each
 table's suite is also an asset check on that table's own asset
 (``assets.table_checks``, decided in polars, no Great Expectations), so a
 broken table shows on its own catalog page and stops before the release.
+A release that leaves registered scans out still publishes, but its
+``all_registered_scans_released`` check warns and its metadata counts them, so
+the catalog does not show it as complete; its report and Data Docs open from
+the catalog (``page_link``, and the embedded Markdown ``summary``).
 """
+
+import os
 
 import dagster as dg
 import polars as pl
@@ -43,20 +49,39 @@ def reviewer_verdicts(storage: StorageResource, run_config: RunConfigResource) -
     )
 
 
+ALL_SCANS_CHECK = "all_registered_scans_released"
+RELEASE_URL = "SCAN2QA_RELEASE_URL"  # the HTTP address the releases folder is served at (make ui: 127.0.0.1:3001)
+
+
+def page_link(path, version: str, page: str) -> dg.MetadataValue:
+    """A release page as the UI can open it: under ``SCAN2QA_RELEASE_URL`` when the deployment serves the releases
+    folder over HTTP; else an object store's URL, or the local path to copy (a browser refuses ``file://`` links
+    from a web page, so a local file is never offered as one)."""
+    base = os.environ.get(RELEASE_URL, "").strip().rstrip("/")
+    if base:
+        return dg.MetadataValue.url(f"{base}/{version}/{page}")
+    return link_value(path) if "://" in str(path) else path_value(path)
+
+
 @dg.asset(
     deps=["qa", "qa_distribution_drops", reviewer_verdicts],
     ins={"scan_membership": dg.AssetIn("scan_membership")},
     group_name="release",
     description="gated, atomic release with manifest, reviewer report and Data Docs (the one Great Expectations gate)",
     automation_condition=dataset_automation(),
+    check_specs=[dg.AssetCheckSpec(
+        ALL_SCANS_CHECK, asset="release",
+        description="every registered scan is in the release (warns, naming each scan left out and why)",
+    )],
     **file_asset(__name__, {"great_expectations", "html"}),
 )
 def release(
     context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource,
     scan_membership: pl.DataFrame,
 ) -> dg.MaterializeResult:
-    from pipeline.release.build import build_release
+    from pipeline.release.build import DATA_DOCS_INDEX, REPORT_INDEX, build_release
     from pipeline.release.membership import state_counts
+    from pipeline.release.summary import release_summary_md
 
     config = step_config(context, storage, run_config, __name__)
     outcome = build_release(config, membership=scan_membership)
@@ -64,12 +89,16 @@ def release(
     context.log.info(f"release {outcome.release.version} written to {outcome.release.path}")
     counts = manifest["row_counts"]
     excluded = manifest["checks"]["excluded_scans"]["failed_scans"]
+    registered = scan_membership.height
     return dg.MaterializeResult(
         metadata={
+            "scans released": dg.MetadataValue.text(f"{registered - len(excluded)} of {registered}"),
+            "excluded scans": dg.MetadataValue.int(len(excluded)),
             "version": outcome.release.version,
             "path": path_value(outcome.release.path),
-            "report": link_value(outcome.report),
-            "data_docs": link_value(outcome.data_docs),
+            "report": page_link(outcome.report, outcome.release.version, REPORT_INDEX),
+            "data_docs": page_link(outcome.data_docs, outcome.release.version, DATA_DOCS_INDEX),
+            "summary": dg.MetadataValue.md(release_summary_md(manifest, registered)),
             "dagster/uri": dg.MetadataValue.text(str(outcome.release.path)),
             "scans": dg.MetadataValue.json(state_counts(scan_membership)),
             "excluded_scans": dg.MetadataValue.md(
@@ -82,5 +111,22 @@ def release(
             ),
             "rejected_by_reviewers": len(outcome.rejected),
             "orphan_verdicts": len(outcome.orphan_verdicts),
-        }
+        },
+        check_results=[all_scans_released(excluded, registered)],
+    )
+
+
+def all_scans_released(excluded: list[dict], registered: int) -> dg.AssetCheckResult:
+    """Fails (WARN: the release is still published and usable) when any registered scan was left out, so a partial
+    release is not the green asset a complete one is; its metadata names each scan with its state and error."""
+    return dg.AssetCheckResult(
+        check_name=ALL_SCANS_CHECK,
+        passed=not excluded,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=(f"{len(excluded)} of {registered} registered scans left out of the release" if excluded
+                     else f"all {registered} registered scans released"),
+        metadata={
+            "excluded scans": dg.MetadataValue.int(len(excluded)),
+            "scans": dg.MetadataValue.json({e["key"]: f"{e['state']}: {e['error']}" for e in excluded}),
+        },
     )

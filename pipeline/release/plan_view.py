@@ -74,7 +74,8 @@ class ScenePlan:
         return float(allxy[:, 0].min()), float(allxy[:, 1].min()), float(allxy[:, 0].max()), float(allxy[:, 1].max())
 
 
-def _box(row: dict) -> OrientedBox:
+def oriented_box(row: dict) -> OrientedBox:
+    """One reading of an ``objects`` row's box for the plan and the answer checks, so both draw and measure the same box."""
     return OrientedBox(
         center=np.asarray(row["center"], dtype=float).reshape(3),
         extent=np.asarray(row["extent"], dtype=float).reshape(3),
@@ -92,7 +93,7 @@ def scene_plan(objects: pl.DataFrame, rooms: pl.DataFrame, frames: pl.DataFrame)
     boxes, labels, structural = {}, {}, set()
     for row in objects.sort("object_id").iter_rows(named=True) if objects.height and "object_id" in objects.columns else []:
         obj = int(row["object_id"])
-        boxes[obj] = _box(row)
+        boxes[obj] = oriented_box(row)
         labels[obj] = str(row.get("category") or row.get("raw_label") or "")
         if row.get("structural"):
             structural.add(obj)

@@ -31,6 +31,7 @@ import polars as pl
 
 from pipeline import seeding
 from pipeline.groups import sorted_groups
+from pipeline.release.answer_check import ScanFacts, answer_check_html, first_appearances, scan_facts
 from pipeline.release.churn import CHURN_COLUMNS, churn_totals
 from pipeline.release.palette import object_colours
 from pipeline.release.plan_view import MAX_TICKS, ScenePlan, plan_svg, scene_plan
@@ -49,7 +50,8 @@ th{background:#f2f4f8}td.l,th.l{text-align:left}.ok{color:#11772b}.bad{color:#b0
 .charts{display:flex;flex-wrap:wrap;gap:16px}.chart{border:1px solid #e3e6ee;padding:6px;border-radius:4px}
 .chart h3{font-size:12px;margin:0 0 4px 0}.q{border:1px solid #e3e6ee;border-radius:4px;padding:10px;margin:12px 0}
 .frames{display:flex;flex-wrap:wrap;gap:6px}.frames img{width:240px;border:1px solid #ccd}
-.meta{color:#667;font-size:12px}.legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin-top:6px}
+.meta{color:#667;font-size:12px}.check{font-size:13px;background:#f8faf5;border-left:3px solid #9bbf7a;padding:4px 10px;margin:6px 0}
+.check ul{margin:2px 0;padding-left:18px}.legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin-top:6px}
 .swatch{display:inline-block;width:12px;height:12px;border:2px solid;margin-right:4px;vertical-align:-2px}
 .dim{color:#889}
 .shot{position:relative;display:inline-block;width:240px;margin:0}.shot img{display:block;width:240px}
@@ -228,6 +230,7 @@ class Shot:
     alt: str
     boxes: list[tuple[int, tuple[int, int, int, int], str]] = field(default_factory=list)  # (object, bbox, colour)
     frame_index: int | None = None  # the source frame (marked on the plan); None for a room frame
+    seconds: float | None = None  # the frame's time in the video, shown where the answer reads times (appearance)
     uri: str | None = None  # the frame as a data URI, once shot; None: the frame could not be read
     size: tuple[int, int] = (0, 0)  # the decoded frame's width and height (the boxes' pixel space)
 
@@ -240,6 +243,7 @@ class GalleryItem:
     caption: str = ""
     shots: list[Shot] = field(default_factory=list)
     plan: str = ""  # the top-down plan's HTML (plan_view), "" when the scan has nothing to draw
+    check: str = ""  # the facts the answer follows from (answer_check), "" when none applies
 
 
 def _frame_uri(image: np.ndarray) -> str:
@@ -278,13 +282,32 @@ def plan_item(
     frame_samples: pl.DataFrame,
     visibility: pl.DataFrame,
     max_frames: int,
+    facts: ScanFacts | None = None,
 ) -> GalleryItem:
-    """Which frames a sample question shows and the boxes drawn on them; nothing is decoded yet."""
+    """Which frames a sample question shows and the boxes drawn on them; nothing is decoded yet.
+
+    ``facts``: the question's scan (``answer_check.scan_facts``); an appearance-order question shows each named
+    category's first-appearance frame in time order, the frames its answer is read from (``first_appearances``).
+    """
     used = list(row["used_obj_ids"] or [])
     real = row["video_kind"] == "real"
     video = video_file(row["video"]) if real and row["video"] else None
     item = GalleryItem(row, used, video)
-    if video is not None and not used:
+    firsts = first_appearances(row, facts) if facts is not None and _is_appearance(row) else []
+    if video is not None and firsts:
+        samples = frame_samples.filter((pl.col("key") == row["key"]) & (pl.col("budget") == row["budget"]))
+        rank_of = dict(zip(samples["frame_index"].to_list(), samples["rank"].to_list()))
+        colours = object_colours(used)
+        seen = visibility.filter((pl.col("key") == row["key"]) & pl.col("object_id").is_in(used)) if visibility.height else visibility
+        for category, obj, frame_index, seconds in firsts[:max_frames]:
+            if frame_index not in rank_of:
+                continue
+            box = seen.filter((pl.col("object_id") == obj) & (pl.col("frame_index") == frame_index)) if seen.height else seen
+            boxes = [(obj, tuple(b), colours[obj]) for b in (box["bbox"].to_list() if box.height else [])]
+            item.shots.append(Shot(video, rank_of[frame_index], f"frame {frame_index}: first {category}", boxes,
+                                   frame_index=frame_index, seconds=seconds))
+        item.caption = "Each category's first-appearance frame, in time order (the order the answer gives)."
+    elif video is not None and not used:
         item.shots = _room_shots(video, max_frames)
         item.caption = ROOM_CAPTION if row["question_type"].startswith("room_size") else NO_OBJECT_CAPTION
     elif video is not None:
@@ -301,13 +324,33 @@ def plan_item(
             .to_list()
         )
         colours = object_colours(used)
-        for frame_index in sorted(set(best))[:max_frames]:
+        for frame_index in covering_frames(best, seen, max_frames):
             boxes = [
                 (obj["object_id"], tuple(obj["bbox"]), colours[obj["object_id"]])
                 for obj in seen.filter(pl.col("frame_index") == frame_index).sort("object_id").iter_rows(named=True)
             ]
             item.shots.append(Shot(video, rank_of[frame_index], f"frame {frame_index}", boxes, frame_index=frame_index))
     return item
+
+
+def covering_frames(best: list[int], seen: pl.DataFrame, max_frames: int) -> list[int]:
+    """Up to ``max_frames`` of the objects' best frames, in frame order, chosen to box as many named objects as they
+    can (each pick the frame boxing most objects not yet boxed; ties: the earlier frame).
+
+    With more best frames than shown, the first ones in frame order left later objects unboxed: a counting
+    question's fifth chair, a relative-distance question's last option. The same frames as before when they fit.
+    """
+    candidates = sorted(set(best))
+    if len(candidates) <= max_frames:
+        return candidates
+    boxed_in = {f: set(seen.filter(pl.col("frame_index") == f)["object_id"].to_list()) for f in candidates}
+    chosen: list[int] = []
+    covered: set[int] = set()
+    while len(chosen) < max_frames:
+        frame = max((f for f in candidates if f not in chosen), key=lambda f: (len(boxed_in[f] - covered), -f))
+        chosen.append(frame)
+        covered |= boxed_in[frame]
+    return sorted(chosen)
 
 
 def shoot(shots: list[Shot]) -> None:
@@ -357,7 +400,7 @@ def render_item(item: GalleryItem, labels: dict[tuple[str, int], str] | None = N
     return (
         f'<div class="q"><div class="meta">{_esc(row["id"])} · {_esc(row["key"])} · budget {_esc(row["budget"])} · '
         f'{_esc(row["question_type"])} · video {_esc(row["video_kind"])} · objects {_esc(used)}</div>'
-        f"<p>{_esc(row['question'])}</p><p>{options}</p><p><b>Answer:</b> {_esc(row['ground_truth'])}</p>"
+        f"<p>{_esc(row['question'])}</p><p>{options}</p><p><b>Answer:</b> {_esc(row['ground_truth'])}</p>{item.check}"
         f'<div class="evidence">{item.plan}<div><div class="frames">{frames_html}</div>{legend}{caption_html}</div></div></div>'
     )
 
@@ -376,8 +419,9 @@ def _shot_html(shot: Shot) -> str:
         f'<svg viewBox="0 0 {width} {height}" preserveAspectRatio="none" font-family="system-ui,sans-serif">{boxes}</svg>'
         if boxes and width else ""
     )
-    caption = f"<figcaption>f{shot.frame_index}</figcaption>" if shot.frame_index is not None else ""
-    return f'<figure class="shot"><img alt="{shot.alt}" src="{shot.uri}">{overlay}{caption}</figure>'
+    seconds = f" · {shot.seconds:.1f} s" if shot.seconds is not None else ""
+    caption = f"<figcaption>f{shot.frame_index}{seconds}</figcaption>" if shot.frame_index is not None else ""
+    return f'<figure class="shot"><img alt="{_esc(shot.alt)}" src="{shot.uri}">{overlay}{caption}</figure>'
 
 
 def render_report(
@@ -421,9 +465,13 @@ def render_report(
     scans = tables.get("scans", pl.DataFrame())
     warned = _warned_scans(scans)
     warned_text = "" if warned is None else f" {warned.height} of {scans.height} scans with warnings."
-    parts.append(
-        f"<h1>{_esc(title)}</h1><p class=meta>{qa.height} questions over {qa['key'].n_unique()} scans.{warned_text}</p>"
-    )
+    released = scans.height if "key" in scans.columns else qa["key"].n_unique()
+    left_out = (excluded_scans or {}).get("failed_scans", [])
+    over = (f"the {released} released scans of {released + len(left_out)} registered" if left_out
+            else f"{qa['key'].n_unique()} scans")
+    parts.append(f"<h1>{_esc(title)}</h1>")
+    parts.append(exclusions_html(released, excluded_scans))  # before anything else: a partial release says so first
+    parts.append(f"<p class=meta>{qa.height} questions over {over}.{warned_text}</p>")
     parts.append(release_stamp(release, gate))
 
     # Counts per type and budget: real videos per budget, dummy videos apart (the charts count real videos only).
@@ -570,12 +618,41 @@ def render_report(
         shown_objects = objects.filter(pl.col("key").is_in(shown))
         labels = dict(zip(zip(shown_objects["key"].to_list(), shown_objects["object_id"].to_list()),
                           shown_objects["category"].to_list()))
-    items = [plan_item(row, video_file, frame_samples, visibility, frames_per_question) for row in samples]
+    facts = _scan_facts(tables, shown)
+    items = [plan_item(row, video_file, frame_samples, visibility, frames_per_question, facts.get(row["key"]))
+             for row in samples]
+    for item in items:
+        item.check = answer_check_html(item.row, _geometry(item.row), facts.get(item.row["key"], ScanFacts()))
     shoot([shot for item in items for shot in item.shots])
     attach_plans(items, tables, frame_samples, shown, frames_of)
     parts.extend(render_item(item, labels) for item in items)
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def exclusions_html(released: int, excluded: dict | None) -> str:
+    """The report's first lines when the release leaves scans out: how many of the registered scans it holds, and
+    each scan left out with its one-line reason (the manifest's ``checks.excluded_scans``); "" for a complete
+    release. Without it a partial release read as a complete one: its header counted only the scans it holds."""
+    excluded = excluded or {}
+    failed, skipped = excluded.get("failed_scans", []), excluded.get("skipped_folders", [])
+    if not failed and not skipped:
+        return ""
+    lines = []
+    if failed:
+        registered = released + len(failed)
+        lines.append(f'<p class="bad">Partial release: {released} of {registered} registered scans released, '
+                     f'{len(failed)} left out.</p>')
+    items = [
+        f'<li data-excluded="{_esc(f["key"])}"><code>{_esc(f["key"])}</code>'
+        f'{" (" + _esc(f["state"].replace("_", " ")) + ")" if f.get("state") else ""}: {_esc(f["error"])}</li>'
+        for f in failed
+    ]
+    if skipped:
+        lines.append(f"<p>{len(skipped)} folder{'s' * (len(skipped) != 1)} under the scans root skipped by discovery "
+                     "(not registered as scans).</p>")
+        items += [f"<li>skipped folder {_esc(line)}</li>" for line in skipped]
+    return f'<section id="excluded-scans">{"".join(lines)}<ul>{"".join(items)}</ul></section>'
 
 
 STAMP_START, STAMP_END = "<!-- release stamp -->", "<!-- /release stamp -->"
@@ -668,15 +745,38 @@ def attach_plans(
         item.plan = plan_html(item, scenes[key], budgets.get((key, item.row["budget"]), []))
 
 
-def plan_html(item: GalleryItem, scene: ScenePlan, budget_frames: list[int]) -> str:
-    """The plan of one sample question with its caption; "" when its scan has no room, object or pose to draw."""
-    row = item.row
+def _geometry(row: dict) -> dict:
+    """A question's audit record (its ``geometry`` JSON); {} when absent or not an object."""
     try:
         geometry = json.loads(row["geometry"]) if row.get("geometry") else {}
     except (TypeError, ValueError):
         geometry = {}
-    if not isinstance(geometry, dict):
-        geometry = {}
+    return geometry if isinstance(geometry, dict) else {}
+
+
+def _is_appearance(row: dict) -> bool:
+    return str(row["question_type"]).endswith("appearance_order")
+
+
+def _scan_facts(tables: dict[str, pl.DataFrame], keys: list[str]) -> dict[str, ScanFacts]:
+    """Per shown scan, what the answer checks read (its objects, rooms and first appearances), split once."""
+    def by_key(name: str) -> dict[str, pl.DataFrame]:
+        df = tables.get(name)
+        if df is None or "key" not in df.columns or not keys:
+            return {}
+        return {k: part for (k,), part in df.filter(pl.col("key").is_in(keys)).partition_by("key", as_dict=True).items()}
+
+    objects, rooms, firsts = by_key("objects"), by_key("rooms"), by_key("object_visibility")
+    neighbours = by_key("pinpoint_neighbors")
+    empty = pl.DataFrame()
+    return {k: scan_facts(objects.get(k, empty), rooms.get(k, empty), firsts.get(k, empty), neighbours.get(k))
+            for k in keys}
+
+
+def plan_html(item: GalleryItem, scene: ScenePlan, budget_frames: list[int]) -> str:
+    """The plan of one sample question with its caption; "" when its scan has no room, object or pose to draw."""
+    row = item.row
+    geometry = _geometry(row)
     if row["options"]:
         geometry.setdefault("correct", _answer_text(row))
     real = row["video_kind"] == "real"

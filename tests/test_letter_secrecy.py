@@ -198,3 +198,16 @@ def test_generate_writes_its_key_beside_out_and_reproduces_with_it(fixtures_dir,
     again = tmp_path / "b" / "qa.parquet"
     generate(again, "--letter-key", str(key_file))
     assert again.read_bytes() == first.read_bytes()
+
+
+def test_key_file_on_an_object_store_is_made_once(s3_bucket, monkeypatch):
+    """An ``s3://`` output root keeps its key there too, through the storage layer."""
+    from pipeline.qa.letter_key import build_key, build_key_uri
+    from pipeline.storage import upath
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    root = s3_bucket.uri("out")
+    made = build_key(root, s3_bucket.options)
+    stored = upath(build_key_uri(root), s3_bucket.options)
+    assert stored.read_bytes() == made.secret and len(made.secret) == 32
+    assert build_key(root, s3_bucket.options).secret == made.secret

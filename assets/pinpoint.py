@@ -136,12 +136,14 @@ def pinpoint_qa(
 ) -> TableFrames:
     from pipeline.pinpoint.splits import with_splits
     from pipeline.qa.balance import balance_letters
+    from pipeline.qa.letter_key import build_key
     from pipeline.release.membership import built_keys
 
     # Per-scan option orders are fixed per target; the correct letter is balanced over the whole benchmark.
     config = step_config(context, storage, run_config, __name__)
     candidates = pinpoint_qa_candidates.only(built_keys(scan_membership)).read()
-    balanced = balance_letters(candidates, seed=config.seed, letters="ABCD")
+    key = build_key(config.output_root, config.storage_options)  # secret: ids and seed ship with the release
+    balanced = balance_letters(candidates, seed=config.seed, letters="ABCD", letter_key=key)
     table = with_splits(balanced, config.pinpoint_config()).sort(["key", "budget", "question_type", "id"])
     counts = table.group_by("split", "question_type").len().sort("split", "question_type")
     per_split = {f"{r['split']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}

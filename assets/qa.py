@@ -96,6 +96,7 @@ def qa(
     scan_membership: pl.DataFrame,
 ):
     from pipeline.qa.finalize import streamed_qa_parts
+    from pipeline.qa.letter_key import build_key
     from pipeline.release.membership import built_keys
     from pipeline.release.verdicts import accepted_ids, read_verdicts
 
@@ -108,7 +109,7 @@ def qa(
     # table is gigabytes.
     with streamed_qa_parts(
         qa_candidates.only(built_keys(scan_membership)), profiles=question_profiles(config.profiles),
-        seed=config.seed, drops=drops, pinned=pinned,
+        seed=config.seed, drops=drops, pinned=pinned, letter_key=build_key(config.output_root, config.storage_options),
     ) as decided:
         counts = decided.counts
         pinpoint = "pinpointqa" in config.profiles

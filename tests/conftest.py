@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,6 +10,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+
+# One letter key for the whole session, set at import so subprocesses, Dagster workers and the daemon inherit it:
+# many tests compare builds in different output folders, each of which would otherwise make its own secret key.
+TEST_LETTER_KEY = "5ca2a0" * 5 + "00"
+os.environ["SCAN2QA_LETTER_KEY"] = TEST_LETTER_KEY
 
 
 @pytest.fixture(autouse=True)

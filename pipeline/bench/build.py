@@ -37,6 +37,7 @@ import hashlib
 import io
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import yaml
+
+from pipeline.qa import letter_key
 
 MODES = ("full", "adaptive")
 
@@ -324,6 +327,9 @@ def run_build_bench(args: argparse.Namespace) -> dict:
     if not casts or unknown:
         raise SystemExit(f"--casts: expected some of {', '.join(MODES)}, got {args.casts!r}")
     baseline = Path(args.baseline).resolve() if args.baseline else None
+    # One letter key for every build of the run, inherited by each build's process: each output folder would
+    # otherwise make a key of its own, and the builds' letters would differ.
+    os.environ.setdefault(letter_key.ENV_VAR, secrets.token_hex(letter_key.KEY_BYTES))
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="scan2qa-bench-build-"))
     work.mkdir(parents=True, exist_ok=True)
     try:

@@ -53,7 +53,9 @@ def _row(ctx: BudgetContext, profile: Profile, q: Question, seed: int) -> dict:
     geometry = dict(q.geometry)
     if q.options is not None:
         geometry["correct"] = q.answer_text
-        # Provisional letter (the dataset-wide step rebalances): seeded by the id, distractors in generator order.
+        # Provisional letter, seeded by the id, distractors in generator order. Not the secret letter key: the
+        # candidates are never released, every released letter is drawn anew under the key (``balance``), and
+        # which questions are kept must not depend on the key.
         target = stable_int(seed, "letter", qid) % len(q.options)
         texts = [t for t in q.options if t != q.answer_text]
         texts.insert(target, q.answer_text)

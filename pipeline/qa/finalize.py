@@ -5,9 +5,10 @@ exclusions and subsampling (``filters``), then
 per-scene caps, then the answer-distribution control (``distribution``), then
 dummy-video questions follow their real counterparts, then
 letter balancing across the whole benchmark, then a stable sort. Everything is
-a function of (seed, question id), so the same seed gives byte-identical
-tables and a different seed changes only which questions are kept and the
-letters of their options, never an answer.
+a function of (seed, question id), and the letters also of the secret letter
+key (``letter_key``: ``pipeline.qa.letter_key``), so the same seed and key give
+byte-identical tables, a different key changes only letters, and a different
+seed changes only which questions are kept and their letters, never an answer.
 
 The first steps (duplicate ids, keep rules, caps) only ever compare a
 question with questions of its own scan, so ``finalize_qa_parts`` runs them
@@ -42,6 +43,7 @@ from pipeline.qa.distribution import control_distribution
 from pipeline.qa.duplicates import drop_near_duplicates
 from pipeline.qa.filters import apply_caps, apply_keep_rules, follow_real_questions
 from pipeline.qa.ids import id_among
+from pipeline.qa.letter_key import LetterKey
 from pipeline.qa.profiles import Profile, load_profile
 from pipeline.table_scan import TableParts
 
@@ -82,13 +84,14 @@ def _benchmark_decisions(
     seed: int,
     drops: list[pl.DataFrame] | None = None,
     pinned: frozenset[str] = frozenset(),
+    letter_key: LetterKey | None = None,
 ) -> pl.DataFrame:
     """The rows the benchmark-wide steps keep, with their letters placed; reads only ``DECISION_COLUMNS``."""
     qa, dropped = control_distribution(qa, prof, seed, with_real_counterparts(qa, pinned))
     if drops is not None:
         drops.append(dropped)
     qa = follow_real_questions(qa)
-    return balance_letters(qa, seed=seed, letters=prof.letters)
+    return balance_letters(qa, seed=seed, letters=prof.letters, letter_key=letter_key)
 
 
 def _benchmark_steps(
@@ -97,8 +100,9 @@ def _benchmark_steps(
     seed: int,
     drops: list[pl.DataFrame] | None = None,
     pinned: frozenset[str] = frozenset(),
+    letter_key: LetterKey | None = None,
 ) -> pl.DataFrame:
-    qa = _benchmark_decisions(qa, prof, seed, drops, pinned)
+    qa = _benchmark_decisions(qa, prof, seed, drops, pinned, letter_key)
     return schemas.conform("qa", qa.sort(SORT_COLUMNS))
 
 
@@ -109,15 +113,17 @@ def finalize_qa(
     seed: int,
     drops: list[pl.DataFrame] | None = None,
     pinned: Collection[str] = frozenset(),
+    letter_key: LetterKey | None = None,
 ) -> pl.DataFrame:
     """The released ``qa`` rows of one profile; ``drops`` (a list) receives the distribution control's record.
 
     ``pinned`` question ids (reviewers accepted them) survive every step that drops questions by chance
-    or by budget: subsampling, per-scene caps and the answer-distribution control.
+    or by budget: subsampling, per-scene caps and the answer-distribution control. ``letter_key`` None:
+    ``SCAN2QA_LETTER_KEY``.
     """
     prof = _profile(profile)
     pins = frozenset(pinned)
-    return _benchmark_steps(_per_scan_steps(candidates, prof, seed, pins), prof, seed, drops, pins)
+    return _benchmark_steps(_per_scan_steps(candidates, prof, seed, pins), prof, seed, drops, pins, letter_key)
 
 
 def finalize_qa_parts(
@@ -128,6 +134,7 @@ def finalize_qa_parts(
     files_per_batch: int = FILES_PER_BATCH,
     drops: list[pl.DataFrame] | None = None,
     pinned: Collection[str] = frozenset(),
+    letter_key: LetterKey | None = None,
 ) -> list[pl.DataFrame]:
     """``finalize_qa`` of each profile over a per-scan candidates table read in batches of whole files.
 
@@ -144,7 +151,7 @@ def finalize_qa_parts(
     for index, batch in enumerate(parts.batches(files_per_batch)):
         keys = set(batch["key"].unique().to_list())
         if keys & seen_keys:  # a scan split across batches: its caps need all of it at once
-            return _whole(parts, profs, seed, drops, pins)
+            return _whole(parts, profs, seed, drops, pins, letter_key)
         seen_keys |= keys
         id_hashes.append(batch.select(pl.struct("profile", "id").hash().unique().alias("h")))
         for prof in profs:
@@ -154,16 +161,20 @@ def finalize_qa_parts(
         del batch
     if id_hashes and pl.concat(id_hashes)["h"].is_duplicated().any():
         # An id in two batches (or a hash collision): the first occurrence must win across batches.
-        return _whole(parts, profs, seed, drops, pins)
+        return _whole(parts, profs, seed, drops, pins, letter_key)
     return [
-        _benchmark_steps(pl.concat(survivors[p.name]) if survivors[p.name] else schemas.empty("qa"), p, seed, drops, pins)
+        _benchmark_steps(
+            pl.concat(survivors[p.name]) if survivors[p.name] else schemas.empty("qa"), p, seed, drops, pins, letter_key
+        )
         for p in profs
     ]
 
 
-def _whole(parts: TableParts, profs: list[Profile], seed: int, drops: list | None, pins: frozenset[str]) -> list[pl.DataFrame]:
+def _whole(
+    parts: TableParts, profs: list[Profile], seed: int, drops: list | None, pins: frozenset[str], letter_key=None
+) -> list[pl.DataFrame]:
     candidates = parts.read()
-    return [finalize_qa(candidates, profile=p, seed=seed, drops=drops, pinned=pins) for p in profs]
+    return [finalize_qa(candidates, profile=p, seed=seed, drops=drops, pinned=pins, letter_key=letter_key) for p in profs]
 
 
 # --- the streamed form: decisions on a few columns, full rows written a batch at a time ------------------------------
@@ -262,6 +273,7 @@ def streamed_qa_parts(
     files_per_batch: int = FILES_PER_BATCH,
     drops: list[pl.DataFrame] | None = None,
     pinned: Collection[str] = frozenset(),
+    letter_key: LetterKey | None = None,
 ) -> Iterator[QaStream]:
     """``finalize_qa_parts`` without holding the benchmark: the same rows, in the same order, a batch at a time.
 
@@ -304,14 +316,14 @@ def streamed_qa_parts(
             # A scan in two batches, an id in two batches (or a hash collision), keys out of order: decide on
             # the whole table, as finalize_qa_parts does.
             views.clear()
-            whole = _whole(parts, profs, seed, drops, pins)
+            whole = _whole(parts, profs, seed, drops, pins, letter_key)
             yield QaStream(counts=_counts(whole), _whole=whole)
             return
         kept = {}
         for prof in profs:
             files = views.pop(prof.name)
             view = pl.concat([pl.read_parquet(f) for f in files]) if batches else decision_view(schemas.empty("qa"), 0)
-            kept[prof.name] = _benchmark_decisions(view, prof, seed, drops, pins)
+            kept[prof.name] = _benchmark_decisions(view, prof, seed, drops, pins, letter_key)
             del view
         yield QaStream(
             counts=_counts(list(kept.values())), _kept=kept, _profiles=[p.name for p in profs], _batches=batches,

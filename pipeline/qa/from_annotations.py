@@ -18,6 +18,7 @@ from pipeline import schemas
 from pipeline.errors import ScanError
 from pipeline.qa.candidates import generate_candidates
 from pipeline.qa.finalize import finalize_qa
+from pipeline.qa.letter_key import LetterKey
 from pipeline.qa.profiles import Profile, load_profile
 from pipeline.scene.readers.annotations import ANNOTATED_BUDGET, AnnotatedScene, read_annotations
 
@@ -100,11 +101,13 @@ def generate_from_annotations(
     seed: int = 0,
     skipped: list[str] | None = None,
     drops: list[pl.DataFrame] | None = None,
+    letter_key: LetterKey | None = None,
 ) -> pl.DataFrame:
     """The finalized ``qa`` table of every scene in an annotation file or folder.
 
     Bad files of a folder are listed in ``skipped``; ``drops`` collects what the answer-distribution control
-    dropped (see ``finalize_qa``).
+    dropped (see ``finalize_qa``); ``letter_key`` places the correct options (None: ``SCAN2QA_LETTER_KEY``).
     """
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
-    return finalize_qa(candidates_from_annotations(path, prof, seed, skipped), profile=prof, seed=seed, drops=drops)
+    candidates = candidates_from_annotations(path, prof, seed, skipped)
+    return finalize_qa(candidates, profile=prof, seed=seed, drops=drops, letter_key=letter_key)

@@ -16,23 +16,32 @@ import polars as pl
 from pipeline import schemas, storage
 from pipeline.qa.distribution import drops_path
 from pipeline.qa.from_annotations import generate_from_annotations
+from pipeline.qa.letter_key import default_key_file, load_or_create
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--annotations", required=True, help="annotation JSON file, or a folder of them")
     parser.add_argument("--profile", default="revsi", choices=["revsi", "vsibench"], help="question profile")
     parser.add_argument("--out", required=True, help="qa Parquet file to write (read it with scan2qa stats --qa)")
-    parser.add_argument("--seed", type=int, default=0, help="same seed, byte-identical table")
+    parser.add_argument("--seed", type=int, default=0, help="same seed and letter key, byte-identical table")
+    parser.add_argument(
+        "--letter-key", metavar="FILE",
+        help="secret that places the correct options (created if absent; default <out stem>.letter_key beside --out; "
+        "SCAN2QA_LETTER_KEY, hex, wins over both). Keep it out of what you publish, keep it to rebuild the same table",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from pipeline.output_paths import refuse_object_store_uris
 
-    refuse_object_store_uris("generate", annotations=args.annotations, out=args.out)
+    refuse_object_store_uris("generate", annotations=args.annotations, out=args.out, letter_key=args.letter_key)
     started = time.perf_counter()
     skipped: list[str] = []
     drops: list = []
-    qa = generate_from_annotations(args.annotations, args.profile, seed=args.seed, skipped=skipped, drops=drops)
+    key = load_or_create(args.letter_key or default_key_file(args.out))
+    qa = generate_from_annotations(
+        args.annotations, args.profile, seed=args.seed, skipped=skipped, drops=drops, letter_key=key
+    )
     for line in skipped:
         print(f"skipped: {line}")
     out = Path(args.out)
@@ -47,4 +56,5 @@ def run(args: argparse.Namespace) -> int:
         note = f" (answer-distribution control dropped {lost})" if lost else ""
         print(f"  {row['question_type']}: {row['len']}{note}")
     print(f"distribution record -> {drops_path(out)}")
+    print(f"letter key {key.fingerprint} from {key.source} (secret: do not publish it; keep it to rebuild this table)")
     return 0

@@ -130,13 +130,15 @@ def write_release(
     videos: dict[str, object] | None = None,
     version: str | None = None,
     extra_files: Callable[[Path, str], None] | None = None,
+    letter_key_id: str | None = None,
 ) -> Release:
     """Write ``releases_dir/<version>`` atomically and then point ``latest`` at it.
 
     ``videos`` maps release-relative paths to source files shipped as they are: the videos and the per-scan
     visibility tables (hard-linked when possible; remote ones are only listed, ``publish`` copies them);
     ``videos_manifest.json`` lists those under ``videos/``, the manifest's ``files`` the others;
-    ``extra_files(staging_dir, version)`` may add reports before the rename.
+    ``extra_files(staging_dir, version)`` may add reports before the rename. ``letter_key_id`` (the letter
+    key's fingerprint, never the key) tells a key holder which key placed the letters.
     """
     releases_dir = Path(releases_dir)
     releases_dir.mkdir(parents=True, exist_ok=True)
@@ -149,7 +151,7 @@ def write_release(
     version = version or _version_of(table_bytes)
     final = releases_dir / version
     with _locked_staging(releases_dir, version) as staging:
-        _stage_and_rename(staging, final, version, tables, table_bytes, config, checks, videos, extra_files)
+        _stage_and_rename(staging, final, version, tables, table_bytes, config, checks, videos, extra_files, letter_key_id)
     _point_latest(releases_dir, version)
     manifest = json.loads((final / "manifest.json").read_text())
     return Release(version=version, path=final, manifest=manifest)
@@ -230,7 +232,9 @@ def _remove_if_unlocked(folder: Path, age: float) -> bool:
         os.close(fd)
 
 
-def _stage_and_rename(staging, final, version, tables, table_bytes, config, checks, videos, extra_files) -> None:
+def _stage_and_rename(
+    staging, final, version, tables, table_bytes, config, checks, videos, extra_files, letter_key_id=None
+) -> None:
     """Write tables, videos, reports and the manifest into ``staging``, then rename it to ``final``."""
     (staging / "tables").mkdir(parents=True)
     for name, data in table_bytes.items():
@@ -272,6 +276,8 @@ def _stage_and_rename(staging, final, version, tables, table_bytes, config, chec
         "videos": len(video_entries),
         "checks": checks,
     }
+    if letter_key_id:
+        manifest["letter_key_id"] = letter_key_id
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str))
     if final.exists():
         # Same content, same version: the earlier release stays as it is.

@@ -21,6 +21,7 @@ import polars as pl
 from pipeline import schemas, storage
 from pipeline.config import Config
 from pipeline.frames.budgets import all_frame_fps, frame_budgets
+from pipeline.qa.letter_key import build_key
 from pipeline.release.atomic import (
     RELEASED_TABLES, Release, SerializedTable, code_revision, config_digest, publish, remove_abandoned_staging,
     write_release,
@@ -242,10 +243,12 @@ def build_release(
         checks["baselines"] = baselines
         checks["all_frame_cap"] = all_frame_cap(released.get("scans"), config)
         checks |= outcome_checks(outcomes)
+        key_id = build_key(config.output_root, config.storage_options).fingerprint  # the key itself stays out
         if local:
             release = write_release(
                 Path(out_root.path) / "releases", released, config=config.to_dict(), checks=checks,
                 videos={rel: Path(src.path) for rel, src in shipped.items()}, version=version, extra_files=add_reports,
+                letter_key_id=key_id,
             )
             return ReleaseOutcome(
                 release=release,
@@ -258,7 +261,7 @@ def build_release(
         with tempfile.TemporaryDirectory(prefix="scan2qa-release-") as staging_root:
             staged = write_release(
                 Path(staging_root), released, config=config.to_dict(), checks=checks, videos=shipped,
-                version=version, extra_files=add_reports,
+                version=version, extra_files=add_reports, letter_key_id=key_id,
             )
             remote = publish(staged, storage.upath(config.releases_root, config.storage_options), shipped)
     return ReleaseOutcome(

@@ -1,9 +1,10 @@
 """Reading a model's reply as a letter, a number or yes/no, in two modes.
 
-``harness`` reproduces lmms-eval's ``revsi``/``vsibench`` rule exactly (first
+``harness`` reproduces lmms-eval's ``revsi``/``vsibench`` rule exactly (reasoning
+blocks removed as lmms-eval's evaluator removes them by default, then the first
 space-separated token of the stripped reply, trailing periods removed, compared
 case-insensitively; numbers through ``float``), so scores here equal the
-published leaderboards'. ``robust`` also reads what models actually write
+published leaderboards'. ``robust`` removes the same blocks first, then also reads what models actually write
 ("The answer is B", "B) chair", "2.5 meters", "three") so that format slips can
 be told apart from spatial mistakes; both modes report which replies they could
 not read.
@@ -25,6 +26,31 @@ class Parsed:
 
     value: str | float | None
     ok: bool
+
+
+# lmms-eval's default ``--reasoning_tags`` (``lmms_eval/__main__.py``, v0.7.2), applied in this order.
+REASONING_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<analysis>", "</analysis>"))
+
+
+def strip_reasoning(reply: str, tag_pairs: Sequence[tuple[str, str]] = REASONING_TAGS) -> str:
+    """lmms-eval's ``strip_reasoning_tags`` (``lmms_eval/api/reasoning.py``, v0.7.2), rule for rule.
+
+    Per tag pair: cut from the first opening tag to the first closing tag after it, while both occur; then,
+    if a closing tag is left without any opening tag (a chat template that prefilled ``<think>``), keep what
+    follows the last one. Tags match case-sensitively; an opening tag never closed stays, with its text.
+    The result is stripped of surrounding whitespace, as there.
+    """
+    result = reply
+    for start_tag, end_tag in tag_pairs:
+        while start_tag in result and end_tag in result:
+            start = result.find(start_tag)
+            end = result.find(end_tag, start)
+            if end == -1:
+                break
+            result = result[:start] + result[end + len(end_tag) :]
+        if end_tag in result and start_tag not in result:
+            result = result.rsplit(end_tag, 1)[-1]
+    return result.strip()
 
 
 def harness_token(reply: object) -> str:
@@ -64,7 +90,7 @@ def finite_float(text: str) -> float | None:
 
 
 def parse_harness(reply: object, kind: str, options: Sequence[str] | None = None) -> Parsed:
-    token = harness_token(reply)
+    token = harness_token(strip_reasoning(str(reply)))
     if kind == "nq":
         try:
             value = float(token)
@@ -220,7 +246,7 @@ def _robust_yes_no(reply: str) -> Parsed:
 
 
 def parse_robust(reply: object, kind: str, options: Sequence[str] | None = None, question_type: str = "") -> Parsed:
-    text = "" if reply is None else str(reply)
+    text = "" if reply is None else strip_reasoning(str(reply))
     if kind == "nq":
         return _robust_number(text, question_type)
     if kind == "mcq":

@@ -42,7 +42,6 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from queue import Empty
 from types import SimpleNamespace
 
 from pipeline.synth.arkitscenes_writer import arkitscenes_video_id, write_arkitscenes, write_metadata
@@ -177,10 +176,10 @@ def write_scene(request: SceneRequest, out: Path, say) -> SceneWritten:
     )
 
 
-_progress_queue = None
+_progress = None  # a worker's end of the progress pipe
 
 
-def _start_worker(queue, threads: int, parent: int) -> None:
+def _start_worker(progress, threads: int, parent: int) -> None:
     from pipeline.interrupts import die_with_parent
     from pipeline.threads import limit_threads
 
@@ -188,12 +187,12 @@ def _start_worker(queue, threads: int, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C reaches every process: the parent decides
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's way to stop a worker mid-scene: at once
     limit_threads(threads)
-    global _progress_queue
-    _progress_queue = queue
+    global _progress
+    _progress = progress
 
 
 def _write_in_worker(request: SceneRequest, staging: str) -> SceneWritten:
-    return write_scene(request, Path(staging), _progress_queue.put)
+    return write_scene(request, Path(staging), _progress.send)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -295,12 +294,15 @@ def run_parallel(requests: list[SceneRequest], out: Path, workspace: Workspace, 
     from pipeline.threads import threads_per_worker
 
     context = multiprocessing.get_context("spawn")  # Open3D keeps threads that do not survive fork
-    queue = context.Queue()
+    # Progress lines come back on a pipe, not a multiprocessing queue: a queue's named semaphores, left behind by a
+    # stopped run's workers, had the resource tracker warn about leaked semaphores on the way out. Each line is one
+    # write of a few hundred bytes, atomic on a pipe, so the workers share its writing end.
+    progress, progress_writer = context.Pipe(duplex=False)
     cpu = 0.0
     staged: dict[int, Path] = {}
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_start_worker,
-        initargs=(queue, threads_per_worker(workers), os.getpid()),
+        initargs=(progress_writer, threads_per_worker(workers), os.getpid()),
     )
     stopped = True
     try:
@@ -312,7 +314,7 @@ def run_parallel(requests: list[SceneRequest], out: Path, workspace: Workspace, 
         next_to_move = 0
         while pending:
             done, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            _drain(queue)
+            _drain(progress)
             for future in sorted(done, key=lambda f: pending[f].index):
                 request = pending.pop(future)
                 finished[request.index] = future.result()
@@ -326,13 +328,14 @@ def run_parallel(requests: list[SceneRequest], out: Path, workspace: Workspace, 
                 cpu += written.cpu_seconds
                 print(_finished(request, written, folder), flush=True)
                 next_to_move += 1
-        _drain(queue)
+        _drain(progress)
         stopped = False
     finally:
         if stopped:  # a signal (or a failed scene): the scenes in flight are not waited for
             _stop_workers(pool)
-            queue.cancel_join_thread()
         pool.shutdown(wait=not stopped, cancel_futures=True)
+        progress.close()
+        progress_writer.close()
         for folder in staged.values():
             shutil.rmtree(folder, ignore_errors=True)
     return cpu
@@ -365,12 +368,9 @@ def unfinished_request(out: str | os.PathLike) -> dict | None:
     return {**request, "scenes": scenes, "start": start}
 
 
-def _drain(queue) -> None:
-    while True:
-        try:
-            print(queue.get_nowait(), flush=True)
-        except Empty:
-            return
+def _drain(progress) -> None:
+    while progress.poll():
+        print(progress.recv(), flush=True)
 
 
 def first_index(args: argparse.Namespace, out: Path) -> int:

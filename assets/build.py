@@ -220,7 +220,8 @@ def finish_interrupted_synth(config: Config) -> str | None:
           f"{request['scenes']} scans", flush=True)
     parser = argparse.ArgumentParser(prog="scan2qa synth")
     synth_command.add_arguments(parser)
-    argv = ["--out", config.scans_root, "--scenes", str(request["scenes"]), "--frames", str(request["frames"]),
+    argv = ["--out", config.scans_root, "--scenes", str(request["scenes"]), "--start", str(request["start"]),
+            "--frames", str(request["frames"]),
             "--seed", str(request["seed"]), "--format", str(request["format"]),
             "--sky-direction", str(request["sky_direction"]), *(["--sens"] if request["sens"] else [])]
     status = int(synth_command.run(parser.parse_args(argv)) or 0)

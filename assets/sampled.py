@@ -39,12 +39,13 @@ def sampled_benchmarks(
 
 @dg.asset_check(asset=sampled_benchmarks, blocking=True, description="each sampled qa table passed the qa suites")
 def sampled_benchmarks_expectations(storage: StorageResource, run_config: RunConfigResource) -> dg.AssetCheckResult:
+    from pipeline.frames.budgets import frame_budgets
     from pipeline.sampling.spec import parse_sampler
 
     config = run_config.config(storage)
     verdicts = {}
     for spec in config.samplers:
-        meta_path = Path(config.output_root) / "sampled" / parse_sampler(spec).label / "sampler.json"
+        meta_path = Path(config.output_root) / "sampled" / parse_sampler(spec, frame_budgets(config)).label / "sampler.json"
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"checks": {"success": False}}
         verdicts[spec] = bool(meta["checks"]["success"])
     return dg.AssetCheckResult(passed=all(verdicts.values()), metadata={"samplers": dg.MetadataValue.json(verdicts),

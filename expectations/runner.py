@@ -110,11 +110,11 @@ def decide_suites(
     letter_tolerance: float = 0.05,
     min_questions_for_distribution: int = 40,
     extra_suites: tuple[Suite, ...] = (),
-    budgets: tuple[str, ...] | None = None,
+    budgets: tuple[str, ...],
 ) -> GateReport:
     """The rules of the suites named in ``suite_tables``, decided in polars over views of ``tables``; no GX.
 
-    ``budgets`` widens the known frame budgets (default ``pipeline.frames.budgets.frame_budgets()``): a sampled benchmark's
+    ``budgets`` are the known frame budgets (the run's ``pipeline.frames.budgets.frame_budgets(config)``); a sampled benchmark's
     tables carry its sampler's label (``pipeline.sampling``).
 
     ``tables`` holds the suite's table and the tables its cross-table columns need (``expectations.derived``);
@@ -122,7 +122,7 @@ def decide_suites(
     """
     views = build_views(tables, min_questions_for_distribution=min_questions_for_distribution)
     report = GateReport(success=True)
-    for suite in [*build_suites(frequency_ceiling, letter_tolerance, budgets), *extra_suites]:
+    for suite in [*build_suites(frequency_ceiling, letter_tolerance, budgets=budgets), *extra_suites]:
         if suite.table not in views and suite.table in tables and suite in extra_suites:
             views[suite.table] = tables[suite.table]  # a table checked per scan but not released: no derived columns
         if suite.table in suite_tables and suite.table in views:
@@ -158,7 +158,7 @@ def run_gate(
     frequency_ceiling: float = 0.7,
     letter_tolerance: float = 0.05,
     min_questions_for_distribution: int = 40,
-    budgets: tuple[str, ...] | None = None,
+    budgets: tuple[str, ...],
 ) -> GateReport:
     """Validate every released table present in ``tables``; write Data Docs into ``docs_dir`` when given.
 
@@ -167,7 +167,7 @@ def run_gate(
     its staging folder).
     """
     views = build_views(tables, min_questions_for_distribution=min_questions_for_distribution)
-    suites = [s for s in build_suites(frequency_ceiling, letter_tolerance, budgets) if s.table in views]
+    suites = [s for s in build_suites(frequency_ceiling, letter_tolerance, budgets=budgets) if s.table in views]
     report = GateReport(success=True)
     with older_objects_frozen() as heap:  # GX's import and validation make many objects: collect only those
         ctx = _context()

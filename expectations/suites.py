@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.frames.budgets import frame_budgets
 from pipeline.schemas import DATASETS, SCHEMAS
 
 PROFILES = ("revsi", "vsibench", "pinpointqa")
@@ -129,11 +128,11 @@ REPRODUCED_FREQUENCY_CEILING = 0.95
 
 
 def build_suites(
-    frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05, budgets: tuple[str, ...] | None = None
+    frequency_ceiling: float = 0.7, letter_tolerance: float = 0.05, *, budgets: tuple[str, ...]
 ) -> list[Suite]:
-    """The suites of the released tables; ``budgets`` (default: the default config's ``frame_budgets``) are the
-    only budget names a table may hold."""
-    budgets = tuple(budgets or frame_budgets())
+    """The suites of the released tables; ``budgets`` (the run's ``frame_budgets(config)``) are the only budget
+    names a table may hold."""
+    budgets = tuple(budgets)
     reproduced_ceiling = max(REPRODUCED_FREQUENCY_CEILING, frequency_ceiling)
     return [
         Suite(

@@ -15,7 +15,7 @@ FOUR = FramesConfig(budgets=(128, 64, 32, 16))
 
 
 def test_frame_budgets_is_the_one_list_smallest_first_then_all():
-    assert frame_budgets() == ("16", "32", "64", "all") == frame_budgets(Config())
+    assert frame_budgets(FramesConfig()) == ("16", "32", "64", "all") == frame_budgets(Config())
     assert frame_budgets(FOUR) == ("16", "32", "64", "128", "all")
     assert sorted(["all", "128", "16", "64", "32"], key=budget_sort_key) == list(frame_budgets(FOUR))
     assert sorted(["128", "all", "16"], key=budget_order) == ["16", "128", "all"]
@@ -31,7 +31,7 @@ def test_budget_128_nests_the_smaller_budgets():
 
 
 def test_suites_accept_exactly_the_configured_budgets():
-    default = {r.name: r for s in build_suites() for r in s.rules if s.table == "qa"}
+    default = {r.name: r for s in build_suites(budgets=frame_budgets(Config())) for r in s.rules if s.table == "qa"}
     four = {r.name: r for s in build_suites(budgets=frame_budgets(FOUR)) for r in s.rules if s.table == "qa"}
     assert default["qa.budget_in_set"].kwargs["value_set"] == ["16", "32", "64", "all"]
     assert four["qa.budget_in_set"].kwargs["value_set"] == ["16", "32", "64", "128", "all"]
@@ -72,3 +72,32 @@ def test_a_fourth_budget_in_config_works_end_to_end(tmp_path, monkeypatch):
     vlm = tmp_path / "vlm"
     assert main(["export", "--format", "vlmevalkit", "--release", str(release), "--out", str(vlm)]) == 0
     assert (vlm / "revsi_128_frame.tsv").is_file()
+
+
+def test_budget_sampler_nests_from_the_runs_budgets_as_the_build_does():
+    """``budget:32`` of a run with budgets 128, 64, 32, 16 takes the build's own 32 frames (issue 38, item 10).
+
+    Nested from the default budgets (64, 32, 16) it would take other frames of a 150-frame video; the sampler
+    recomputes the positions (it does not read the release's rows here), so it must nest from the run's chain.
+    """
+    from pipeline.frames.budgets import sample_frames
+    from pipeline.sampling.answers import sampled_frame_samples
+    from pipeline.sampling.spec import parse_sampler
+
+    n = 150
+    frames = pl.DataFrame({
+        "key": ["synthetic/synth0000_00"] * n, "frame_index": list(range(n)),
+        "timestamp": [i / 10 for i in range(n)], "valid": [True] * n, "in_all_frame": [True] * n,
+    })
+    built = sample_frames(frames, FOUR)
+    own_32 = built.filter(pl.col("budget") == "32").sort("rank")["frame_index"].to_list()
+    assert own_32 != budget_positions(n, FramesConfig().budgets)[32].tolist()  # the chains differ at this length
+
+    sampler = parse_sampler("budget:32", frame_budgets(FOUR))
+    assert sampler.positions(n, 10.0).tolist() == own_32
+    without_own_rows = built.filter(pl.col("budget") != "32")
+    scans = pl.DataFrame({"key": ["synthetic/synth0000_00"], "fps": [10.0]})
+    sampled, _, _ = sampled_frame_samples(sampler, without_own_rows, scans)
+    assert sampled.sort("rank")["frame_index"].to_list() == own_32
+    with pytest.raises(Exception, match="or a budget \\(16, 32, 64, all\\)"):
+        parse_sampler("budget:128", frame_budgets(Config()))  # a budget the run did not build is refused

@@ -16,6 +16,7 @@ from expectations.suites import build_suites
 from pipeline import schemas
 from resources.storage import StorageResource
 from tests.real_scans import write_scan
+from tests.test_quality_gate import BUDGETS
 
 PER_SCAN_SUITES = ("scans", "objects", "rooms", "frames", "frame_samples", "object_visibility", "dummy_videos",
                    "pinpoint_targets", "pinpoint_neighbors")
@@ -30,7 +31,7 @@ def test_every_suite_is_a_blocking_check_on_its_own_table():
     assert expected <= checks
     # Every suite of the release gate is attached somewhere, and nothing is left on qa that belongs elsewhere.
     attached = {name.removesuffix("_expectations") for _, name in checks}
-    assert {suite.table for suite in build_suites()} <= attached
+    assert {suite.table for suite in build_suites(budgets=BUDGETS)} <= attached
     assert {name for asset, name in checks if asset == "qa"} == {"qa_expectations", "qa_distribution_expectations"}
     for key in graph.asset_check_keys:  # every suite blocks; the release's warning on scans left out does not
         assert graph.get_check_spec(key).blocking == key.name.endswith("_expectations"), key
@@ -96,9 +97,9 @@ def test_runs_launched_by_the_ui_and_sensors_execute_in_process():
 def test_table_checks_decide_in_polars_without_great_expectations():
     code = (
         "import sys\n"
-        "from tests.test_quality_gate import _tables\n"
+        "from tests.test_quality_gate import BUDGETS, _tables\n"
         "from expectations.runner import decide_suites\n"
-        "report = decide_suites(_tables(), ['objects', 'qa', 'object_visibility'])\n"
+        "report = decide_suites(_tables(), ['objects', 'qa', 'object_visibility'], budgets=BUDGETS)\n"
         "assert report.success and len(report.results) > 10, report.summary()\n"
         "assert 'great_expectations' not in sys.modules\n"
     )

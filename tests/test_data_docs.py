@@ -9,7 +9,7 @@ import pytest
 
 from expectations.runner import run_gate
 from expectations.suites import build_suites
-from tests.test_quality_gate import _tables
+from tests.test_quality_gate import BUDGETS, _tables
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def site(tmp_path_factory):
     folder = tmp_path_factory.mktemp("docs")
     broken = _tables()
     broken["qa"] = broken["qa"].with_columns(pl.when(pl.col("id") == "q1").then(pl.lit("Z")).otherwise("ground_truth").alias("ground_truth"))
-    report = run_gate(broken, docs_dir=str(folder))
+    report = run_gate(broken, docs_dir=str(folder), budgets=BUDGETS)
     return folder, report
 
 
@@ -49,14 +49,14 @@ def test_every_expectation_says_what_it_means(site):
     qa = (folder / "validations" / "qa.html").read_text()
     assert "every question names only objects visible in its budget&#x27;s frames" in qa
     assert "helper column <code>answerable</code>" in qa
-    rules = [r for s in build_suites() for r in s.rules]
+    rules = [r for s in build_suites(budgets=BUDGETS) for r in s.rules]
     assert all(r.meaning for r in rules), [r.name for r in rules if not r.meaning]
 
 
 def test_pages_are_the_same_for_the_same_tables(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
-    run_gate(_tables(), docs_dir=str(a))
-    run_gate(_tables(), docs_dir=str(b))
+    run_gate(_tables(), docs_dir=str(a), budgets=BUDGETS)
+    run_gate(_tables(), docs_dir=str(b), budgets=BUDGETS)
     pages = sorted(p.relative_to(a) for p in a.rglob("*.html"))
     assert pages and all((a / p).read_bytes() == (b / p).read_bytes() for p in pages)
 
@@ -72,7 +72,7 @@ def test_the_result_format_the_gate_asks_for_gives_the_pages_complete_gives(tmp_
         sites = {}
         for result_format in (runner.RESULT_FORMAT, "COMPLETE"):
             monkeypatch.setattr(runner, "RESULT_FORMAT", result_format)
-            run_gate(tables, docs_dir=str(tmp_path / name / result_format))
+            run_gate(tables, docs_dir=str(tmp_path / name / result_format), budgets=BUDGETS)
             sites[result_format] = {p.relative_to(tmp_path / name / result_format): p.read_bytes()
                                     for p in (tmp_path / name / result_format).rglob("*.html")}
         assert sites["COMPLETE"] and sites[runner.RESULT_FORMAT] == sites["COMPLETE"], name

@@ -65,7 +65,7 @@ def test_invalid_frames_leave_gaps_and_are_never_kept():
 
 def test_no_valid_frame_gives_empty_sequence():
     assert all_frame_indices(np.arange(5.0), np.zeros(5, bool), 10.0).size == 0
-    assert all(v.size == 0 for v in budget_positions(0).values())
+    assert all(v.size == 0 for v in budget_positions(0, FramesConfig().budgets).values())
 
 
 def test_3rscan_uses_its_own_rate():
@@ -75,7 +75,7 @@ def test_3rscan_uses_its_own_rate():
 
 
 def test_budgets_match_spec_formula_for_a_long_sequence():
-    pos = budget_positions(1000)
+    pos = budget_positions(1000, FramesConfig().budgets)
     idx64 = np.linspace(0, 999, 64, dtype=int)
     idx32 = idx64[np.linspace(0, 63, 32, dtype=int)]
     idx16 = idx32[np.linspace(0, 31, 16, dtype=int)]
@@ -126,7 +126,7 @@ def test_nested_budgets_property(n_source, source_fps, invalid_rate, seed):
 def test_short_sequence_repeats_frames_like_numpy():
     ts = np.arange(10) / 10.0
     frames = mark_all_frame(_frames_table("scannet/scene0000_00", ts, np.ones(10, bool)), 10.0)
-    samples = sample_frames(frames)
+    samples = sample_frames(frames, FramesConfig())
     b64 = samples.filter(pl.col("budget") == "64")
     assert b64.height == 64
     assert b64["frame_index"].to_list() == np.linspace(0, 9, 64, dtype=int).tolist()

@@ -12,11 +12,15 @@ import polars as pl
 import pytest
 
 from pipeline import schemas
+from pipeline.config import Config
+from pipeline.frames.budgets import frame_budgets
 from pipeline.pinpoint.questions import generate_questions
 from pipeline.pinpoint.relations import RELATIONS
 from pipeline.pinpoint.representation import build_representation
 from pipeline.pinpoint.templates import QUESTION_TYPES
 from pipeline.scoring.ssp import ssp_score
+
+BUDGETS = frame_budgets(Config())
 
 
 def _hand_scene_module():
@@ -46,7 +50,7 @@ def hand_qa():
     objects, scan = _objects_frame(SCENE, with_mesh=True)
     targets, neighbors = build_representation(KEY, objects, scan)
     vis = _visibility(KEY, objects["object_id"].to_list())
-    qa = generate_questions(KEY, targets, neighbors, objects, vis, seed=7)
+    qa = generate_questions(KEY, targets, neighbors, objects, vis, seed=7, budgets=BUDGETS)
     return objects, targets, neighbors, vis, qa
 
 
@@ -130,9 +134,9 @@ def test_only_visible_targets(hand_qa):
 
 def test_deterministic_and_seeded(hand_qa):
     objects, targets, neighbors, vis, qa = hand_qa
-    again = generate_questions(KEY, targets, neighbors, objects, vis, seed=7)
+    again = generate_questions(KEY, targets, neighbors, objects, vis, seed=7, budgets=BUDGETS)
     assert again.equals(qa)
-    other = generate_questions(KEY, targets, neighbors, objects, vis, seed=8)
+    other = generate_questions(KEY, targets, neighbors, objects, vis, seed=8, budgets=BUDGETS)
     assert other.height > 0
 
 

@@ -24,7 +24,7 @@ from tests.test_qa_generation import Checker
 from tests.test_qa_synth import tables_from_truth
 
 SCANS = 20
-BUDGETS = frame_budgets()
+BUDGETS = frame_budgets(Config())
 FRAMES = 100  # 10 s at 10 fps: budgets 16/32/64 and an all-frame sequence of 100
 
 

@@ -9,6 +9,10 @@ import pytest
 
 from expectations.runner import run_gate
 from pipeline import schemas
+from pipeline.config import Config
+from pipeline.frames.budgets import frame_budgets
+
+BUDGETS = frame_budgets(Config())  # the default run's budgets, passed as the release passes its own
 
 
 def _tables(n_questions: int = 8) -> dict[str, pl.DataFrame]:
@@ -50,7 +54,7 @@ def _tables(n_questions: int = 8) -> dict[str, pl.DataFrame]:
 
 @pytest.fixture(scope="module")
 def clean_report():
-    return run_gate(_tables())
+    return run_gate(_tables(), budgets=BUDGETS)
 
 
 def test_clean_tables_pass(clean_report):
@@ -58,7 +62,7 @@ def test_clean_tables_pass(clean_report):
 
 
 def _failed(tables, **kwargs):
-    report = run_gate(tables, **kwargs)
+    report = run_gate(tables, **kwargs, budgets=BUDGETS)
     assert not report.success
     return {r.name: r for r in report.failures}
 
@@ -125,7 +129,7 @@ def test_vsibench_keeps_its_benchmark_prior_but_not_a_constant_answer():
     for profile, blocked in (("vsibench", False), ("revsi", True)):
         t = _tables()
         t["qa"] = pl.concat([t["qa"], counting(profile, skewed)])
-        report = run_gate(t, min_questions_for_distribution=40)
+        report = run_gate(t, min_questions_for_distribution=40, budgets=BUDGETS)
         failed = {r.name for r in report.results if not r.success}
         assert report.success is not blocked and ("qa_distribution.frequency_baseline_range" in failed) is blocked
         assert "qa_distribution.reproduced_frequency_baseline_range" not in failed, profile
@@ -141,7 +145,7 @@ def test_fraction_out_of_range_blocks():
 
 
 def test_data_docs_written(tmp_path):
-    report = run_gate(_tables(), docs_dir=str(tmp_path / "docs"))
+    report = run_gate(_tables(), docs_dir=str(tmp_path / "docs"), budgets=BUDGETS)
     assert (tmp_path / "docs" / "index.html").exists()
     assert report.data_docs.endswith("index.html")
 
@@ -242,7 +246,7 @@ def test_missing_values_are_skipped_by_column_rules_as_great_expectations_does()
         pl.when(pl.col("object_id") == 2).then(float("nan")).otherwise(pl.col("max_fraction")).alias("max_fraction")
     )
     t["qa"] = t["qa"].with_columns(pl.when(pl.col("id") == "q1").then(None).otherwise(pl.col("geometry")).alias("geometry"))
-    report = run_gate(t)
+    report = run_gate(t, budgets=BUDGETS)
     assert report.success, report.summary()
     t["qa"] = t["qa"].with_columns(pl.when(pl.col("id") == "q1").then(None).otherwise(pl.col("question")).alias("question"))
     failed = _failed(t)

@@ -8,7 +8,7 @@ import pytest
 
 from expectations.runner import decide_suites, run_gate
 from pipeline import schemas
-from tests.test_quality_gate import _tables
+from tests.test_quality_gate import BUDGETS, _tables
 
 KEY = "synthetic/synth0000_00"
 BLACK = "videos/dummy/black/d-black.mp4"
@@ -83,7 +83,7 @@ BREAKAGES = {
 
 @pytest.fixture(scope="module")
 def clean_gate():
-    return run_gate(_record_tables())
+    return run_gate(_record_tables(), budgets=BUDGETS)
 
 
 def test_the_gate_validates_both_tables_and_they_pass_clean(clean_gate):
@@ -99,7 +99,7 @@ def test_a_black_video_must_be_black_and_a_first_frame_video_one_frame():
     _where("dummy_videos", "frame_indices", [4] * 15 + [5], row=3)(tables)  # first_frame showing two frames
     _where("dummy_videos", "frame_indices", [0] * 16, row=0)(tables)  # black showing a source frame
     _where("dummy_videos", "frame_indices", [-1, *range(15)], row=2)(tables)  # query_drop with a black frame
-    report = decide_suites(tables, ["dummy_videos"])
+    report = decide_suites(tables, ["dummy_videos"], budgets=BUDGETS)
     [failed] = report.failures
     assert failed.name == "dummy_videos.frames_match_kind" and failed.unexpected_count == 3
 
@@ -109,9 +109,9 @@ def test_each_breakage_fails_its_rule_in_the_gate_and_in_the_asset_check(rule):
     tables = _record_tables()
     BREAKAGES[rule](tables)
     table = rule.split(".", 1)[0]
-    checked = decide_suites(tables, [table])  # the asset check's path: polars only
+    checked = decide_suites(tables, [table], budgets=BUDGETS)  # the asset check's path: polars only
     assert rule in {r.name for r in checked.failures}, checked.summary()
-    gate = run_gate(tables)  # the release's path: Great Expectations agrees rule by rule, or raises
+    gate = run_gate(tables, budgets=BUDGETS)  # the release's path: Great Expectations agrees rule by rule, or raises
     assert rule in {r.name for r in gate.failures}, gate.summary()
     assert {r.name for r in gate.failures if r.table == table} == {r.name for r in checked.failures}
 
@@ -140,4 +140,4 @@ def test_every_released_table_has_a_suite():
     from expectations.suites import build_suites
     from pipeline.release.atomic import RELEASED_TABLES
 
-    assert set(RELEASED_TABLES) <= {suite.table for suite in build_suites()}
+    assert set(RELEASED_TABLES) <= {suite.table for suite in build_suites(budgets=BUDGETS)}

@@ -11,6 +11,7 @@ from pipeline import schemas
 from pipeline.config import Config
 from pipeline.release.build import build_release
 from pipeline.storage import upath
+from pipeline.frames.budgets import frame_budgets
 from pipeline.frames.video_paths import budget_video_path
 from tests.test_quality_gate import _tables
 from tests.test_scoring_support import write_video
@@ -70,7 +71,7 @@ def test_gallery_without_the_video_lists_the_question(tmp_path, s3_bucket, on_s3
 def _render(tables, video_file=lambda rel: None) -> str:
     from pipeline.release.report import render_report
 
-    return render_report(tables, video_file=video_file, title="t", samples_per_type=2)
+    return render_report(tables, video_file=video_file, title="t", samples_per_type=2, budgets=frame_budgets(Config()))
 
 
 def _video_getter(tmp_path):

@@ -14,7 +14,7 @@ from pipeline import schemas
 from pipeline.release.palette import object_colours
 from pipeline.release.plan_view import plan_svg, question_kind, scene_plan
 from pipeline.release.report import render_report, without_stamp
-from tests.test_quality_gate import _tables
+from tests.test_quality_gate import BUDGETS, _tables
 
 KEY = "synthetic/synth0000_00"
 
@@ -90,9 +90,9 @@ def test_report_carries_the_stamp_plans_and_left_aligned_text_columns():
     gate = {"success": True, "results": [{"name": "qa.id_unique", "success": True, "unexpected_count": 0,
                                           "meaning": "ids are unique", "guards": "qa", "failing_rows": []}]}
     html = render_report(tables, video_file=lambda rel: None, title="t", release=release, gate=gate,
-                         frames_of=lambda keys: None)
+                         frames_of=lambda keys: None, budgets=BUDGETS)
     assert html == render_report(tables, video_file=lambda rel: None, title="t", release=release, gate=gate,
-                                 frames_of=lambda keys: None)
+                                 frames_of=lambda keys: None, budgets=BUDGETS)
     stamp = re.search(r'<dl class="stamp">.*?</dl>', html).group(0)
     for text in ("r-abc", "deadbeef", "c0ffee", "2026-12-01 00:00 UTC", "passed", 'href="../data_docs/index.html"',
                  'href="../manifest.json"'):

@@ -102,3 +102,34 @@ def test_triangles_unioned_as_one_multipolygon_equal_the_union_of_separate_polyg
         corners = corners[radius <= np.quantile(radius, gen.uniform(0.5, 1.0))]
         separate = shapely.coverage_union_all(shapely.polygons(corners))
         assert shapely.coverage_union_all([_triangle_multipolygon(corners)]).wkb == separate.wkb, i
+
+
+def _flat(doorway=(3.0, 1.0, 3.1, 1.9)):
+    """Two rooms (3 x 4 and 2 x 3 m) sharing a 0.1 m partition with a doorway up to 2.1 m: floor, walls to 2.6 m."""
+    left, right, partition = box(0, 0, 3, 4), box(3.1, 0, 5.1, 3), box(3.0, 0, 3.1, 3)
+    floor = np.concatenate([_floor_points(left), _floor_points(right), _floor_points(partition, spacing=0.05)])
+    walls = [_walls(left, height=2.6), _walls(right, height=2.6)]
+    x, y = np.meshgrid(np.arange(3.0, 3.1001, 0.05), np.arange(0, 3.0001, 0.05))
+    for z in np.arange(0, 2.6, 0.2):
+        lintel = (y.ravel() < doorway[1]) | (y.ravel() > doorway[3]) | (z > 2.1)
+        walls.append(np.column_stack([x.ravel()[lintel], y.ravel()[lintel], np.full(lintel.sum(), z)]))
+    return np.concatenate([floor, *walls])
+
+
+def test_rooms_joined_by_a_doorway_give_a_main_room_smaller_than_the_scene():
+    """One connected footprint, two rooms: the main room is the one the camera is in most (SPEC §4)."""
+    points = _flat()
+    scene, main = derive_rooms(points, seed=0)
+    assert scene.polygon.area == pytest.approx(12.0 + 6.0 + 0.3, rel=0.05)
+    assert main.polygon.area == pytest.approx(12.0, rel=0.08)  # no camera: the largest room
+    in_small_room = np.array([[4.0, 1.5], [4.2, 2.0], [1.5, 2.0]])
+    scene_again, main_small = derive_rooms(points, seed=0, camera_xy=in_small_room)
+    assert scene_again.polygon.equals(scene.polygon)
+    assert main_small.polygon.area == pytest.approx(6.0, rel=0.12)
+
+
+def test_a_single_room_keeps_main_equal_to_scene():
+    room = box(0, 0, 5, 4)
+    points = np.concatenate([_floor_points(room), _walls(room, height=2.6)])
+    scene, main = derive_rooms(points, seed=0, camera_xy=np.array([[2.0, 2.0]]))
+    assert main.polygon.equals(scene.polygon)

@@ -45,7 +45,7 @@ def release(tmp_path_factory):
         finalize_qa(pl.concat([
             generate_candidates(tables["objects"], tables["rooms"], decided, samples, None, key=parsed.key, budget=b,
                                 profile=p, config=config)
-            for b in frame_budgets()
+            for b in frame_budgets(Config())
         ]), profile=p, seed=config.seed)
         for p in PROFILES
     ])
@@ -57,7 +57,7 @@ def release(tmp_path_factory):
     frames = [_code_frame(i) for i in range(n)]
     write_video(str(root), budget_video_path(ALL, parsed.key), frames, 10.0, (128, 64))
     order = samples.filter(pl.col("budget") == ALL).sort("rank")["frame_index"].to_list()
-    for budget in frame_budgets()[:-1]:
+    for budget in frame_budgets(Config())[:-1]:
         picked = samples.filter(pl.col("budget") == budget).sort("rank")["frame_index"].to_list()
         write_video(str(root), budget_video_path(budget, parsed.key), [frames[order.index(f)] for f in picked], 1.0,
                     (128, 64))
@@ -137,7 +137,7 @@ def test_sampled_benchmark_tables_videos_and_validity(release, tmp_path, spec):
     out = tmp_path / "out"
     bench, meta = build_sampled(root, spec, out)
     assert meta["checks"]["success"], meta["checks"]
-    sampler = parse_sampler(spec)
+    sampler = parse_sampler(spec, frame_budgets(Config()))
     n = tables["frame_samples"].filter(pl.col("budget") == ALL).height
     positions = sampler.positions(n, 10.0).tolist()
     assert meta["frames"][key] == len(positions)
@@ -239,6 +239,6 @@ def test_report_section_for_configured_samplers(release):
     assert report_section(tables, Config()) == ""
     from pipeline.sampling.answers import compute_answers
 
-    outcomes = compute_answers(parse_sampler("all"), tables, Config()).outcomes
+    outcomes = compute_answers(parse_sampler("all", frame_budgets(Config())), tables, Config()).outcomes
     totals = validity_table(outcomes).filter(pl.col("question_type") == ALL_TYPES)
     assert totals["valid"].to_list() == [1.0] * totals.height

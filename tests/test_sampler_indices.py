@@ -16,7 +16,11 @@ import numpy as np
 import pytest
 
 from pipeline.errors import ConfigError
+from pipeline.config import Config
+from pipeline.frames.budgets import frame_budgets
 from pipeline.sampling.spec import SamplerRefuses, parse_sampler
+
+BUDGETS = frame_budgets(Config())
 
 FULL = range(1, 2001)
 QUICK = sorted({*range(1, 257), *range(257, 2001, 29), 2000})  # the default run; the full sweep is marked slow
@@ -102,7 +106,7 @@ def get_index(bound, fps, max_frame, first_idx=0, num_segments=32):
 @pytest.mark.parametrize("count", [1, 8, 16, 24, 32, 64, 128])
 @pytest.mark.parametrize("lengths", LENGTHS)
 def test_uniform_equals_lmms_eval_load_video(count, lengths):
-    sampler = parse_sampler(f"uniform:{count}")
+    sampler = parse_sampler(f"uniform:{count}", BUDGETS)
     for n in lengths:
         assert sampler.positions(n, 10.0).tolist() == lmms_eval_load_video_indices(n, count), n
 
@@ -118,7 +122,7 @@ def test_uniform_equals_lmms_eval_load_video(count, lengths):
 ])
 @pytest.mark.parametrize("lengths", LENGTHS)
 def test_fps_equals_qwen_vl_utils(spec, ele, lengths):
-    sampler = parse_sampler(spec)
+    sampler = parse_sampler(spec, BUDGETS)
     for fps in FPS_VALUES:
         for n in lengths:
             try:
@@ -133,7 +137,7 @@ def test_fps_equals_qwen_vl_utils(spec, ele, lengths):
 @pytest.mark.parametrize("count", [1, 8, 16, 32, 64])
 @pytest.mark.parametrize("lengths", LENGTHS)
 def test_segments_equal_internvl_get_index(count, lengths):
-    sampler = parse_sampler(f"segments:{count}")
+    sampler = parse_sampler(f"segments:{count}", BUDGETS)
     for fps in FPS_VALUES:
         for n in lengths:
             expected = get_index(None, fps, n - 1, first_idx=0, num_segments=count).tolist()
@@ -146,15 +150,15 @@ def test_budget_presets_equal_the_nested_budgets():
     for n in (1, 5, 63, 64, 65, 300, 1999):
         nested = budget_positions(n, (64, 32, 16))
         for b in (16, 32, 64):
-            assert parse_sampler(str(b)).positions(n, 10.0).tolist() == nested[b].tolist()
-            assert parse_sampler(f"budget:{b}").label == str(b)
-        assert parse_sampler("all").positions(n, 10.0).tolist() == list(range(n))
+            assert parse_sampler(str(b), BUDGETS).positions(n, 10.0).tolist() == nested[b].tolist()
+            assert parse_sampler(f"budget:{b}", BUDGETS).label == str(b)
+        assert parse_sampler("all", BUDGETS).positions(n, 10.0).tolist() == list(range(n))
 
 
 def test_indices_file(tmp_path):
     path = tmp_path / "logged.json"
     path.write_text(json.dumps({"synthetic/s0": [0, 3, 3, 9], "s1": [1]}))
-    sampler = parse_sampler(f"indices:{path}")
+    sampler = parse_sampler(f"indices:{path}", BUDGETS)
     assert sampler.label == "indices_logged"
     assert sampler.positions(10, 10.0, "synthetic/s0", "s0").tolist() == [0, 3, 3, 9]
     assert sampler.positions(10, 10.0, "synthetic/s1", "s1").tolist() == [1]
@@ -169,10 +173,10 @@ def test_indices_file(tmp_path):
     ("segments:16", "segments_16"), ("nframes:16", "nframes_16"), ("64", "64"), ("all", "all"),
 ])
 def test_labels(spec, label):
-    assert parse_sampler(spec).label == label
+    assert parse_sampler(spec, BUDGETS).label == label
 
 
 @pytest.mark.parametrize("spec", ["uniform", "uniform:0", "uniform:x", "fps:0", "fps:2,top=3", "warp:3", "17"])
 def test_bad_specs_are_one_line(spec):
     with pytest.raises(ConfigError, match="sampler"):
-        parse_sampler(spec)
+        parse_sampler(spec, BUDGETS)

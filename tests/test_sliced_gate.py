@@ -12,7 +12,7 @@ from expectations.runner import decide_suites, run_gate
 from expectations.suites import build_suites
 from pipeline import storage
 from pipeline.table_scan import TableParts
-from tests.test_quality_gate import BREAKAGES, _tables
+from tests.test_quality_gate import BREAKAGES, BUDGETS, _tables
 
 QA_BREAKAGES = sorted(r for r in BREAKAGES if r.startswith("qa.") and r != "qa.schema")  # a stored table has its schema
 
@@ -45,11 +45,11 @@ def test_sliced_and_whole_views_decide_alike(tmp_path, breakage):
         BREAKAGES[breakage](tables)
     sliced = _sliced(tmp_path, tables)
     kwargs = {"frequency_ceiling": 1.0, "min_questions_for_distribution": 4}
-    whole = decide_suites(tables, ["qa", "qa_distribution"], **kwargs)
-    by_slice = decide_suites(sliced, ["qa", "qa_distribution"], **kwargs)
+    whole = decide_suites(tables, ["qa", "qa_distribution"], **kwargs, budgets=BUDGETS)
+    by_slice = decide_suites(sliced, ["qa", "qa_distribution"], **kwargs, budgets=BUDGETS)
     assert by_slice.to_dict() == whole.to_dict()
     views, sliced_views = build_views(tables), build_views(sliced)
-    (suite,) = [s for s in build_suites(1.0, 0.05) if s.table == "qa"]
+    (suite,) = [s for s in build_suites(1.0, 0.05, budgets=BUDGETS) if s.table == "qa"]
     a = checks.decide(views["qa"], suite.rules, suite.id_column)
     b = checks.decide(sliced_views["qa"], suite.rules, suite.id_column)
     assert isinstance(sliced_views["qa"], checks.SlicedView)
@@ -60,7 +60,7 @@ def test_sliced_and_whole_views_decide_alike(tmp_path, breakage):
 def test_gate_on_a_sliced_qa_is_the_gate_on_the_whole(tmp_path):
     tables = _tables(12)
     BREAKAGES["qa.budget_in_set"](tables)
-    whole, by_slice = run_gate(tables), run_gate(_sliced(tmp_path, tables))
+    whole, by_slice = run_gate(tables, budgets=BUDGETS), run_gate(_sliced(tmp_path, tables), budgets=BUDGETS)
     assert by_slice.to_dict() == whole.to_dict()
     assert [(v.suite, v.rows, v.sample_rows) for v in by_slice.validations] == [
         (v.suite, v.rows, v.sample_rows) for v in whole.validations

@@ -49,7 +49,7 @@ def revsi_stats(tmp_path_factory):
         samples = sample_frames(tables["frames"], config)
         visibility = compute_visibility(parsed.key, tables["frames"], parsed.mesh, config)
         decided = object_visibility(parsed.key, visibility, samples, tables["objects"], None, config)
-        for budget in frame_budgets():
+        for budget in frame_budgets(Config()):
             candidates.append(generate_candidates(
                 tables["objects"], tables["rooms"], decided, samples, None,
                 key=parsed.key, budget=budget, profile="revsi", config=config,
@@ -59,7 +59,7 @@ def revsi_stats(tmp_path_factory):
     return compute_stats(qa, pl.concat(drops) if drops else None)
 
 
-CHECKS = [(b, t) for b in frame_budgets() for t in (*NUMERIC_BOUNDS, "object_counting", "object_rel_distance_closest",
+CHECKS = [(b, t) for b in frame_budgets(Config()) for t in (*NUMERIC_BOUNDS, "object_counting", "object_rel_distance_closest",
           "object_rel_distance_farthest", "object_rel_direction_forward_easy", "object_rel_direction_forward_hard",
           "object_rel_direction_backward_easy", "object_rel_direction_backward_hard", "route_planning")
           if not (b == "16" and t in ("room_size_estimation_multiple", "room_size_estimation_single", "route_planning"))]

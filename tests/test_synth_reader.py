@@ -74,3 +74,28 @@ def test_poses_and_intrinsics_round_trip(round_trips):
             assert (frame.width, frame.height) == (scene.width, scene.height)
             assert frame.timestamp == pytest.approx(i / scene.fps)
         assert scan.dataset == "synthetic" and scan.scene_type == scene.scene_type
+
+
+def test_a_multi_room_scan_read_back_has_a_main_room_smaller_than_the_scene(tmp_path):
+    """Seed 0: scene 0 is a two-room flat, scene 1 a single bathroom (issue 38, item 7: main was the whole flat)."""
+    import shapely
+
+    def areas(scan):
+        return {room.kind: room.polygon.area for room in scan.rooms}
+
+    flat = generate_scene(0, 0, FRAMES)
+    assert flat.scene_type == "Apartment" and len(flat.room_plans) == 2
+    read = read_scan(str(write_scannet(flat, tmp_path)), Config(scans_root=str(tmp_path)))
+    derived = areas(read)
+    assert derived["main"] < derived["scene"] - 5.0
+    # The main room is the plan room the camera is in most, give or take its walls (0.1 m thick).
+    centres = flat.poses[:, :3, 3]
+    plan = max(flat.room_plans.values(), key=lambda kp: shapely.contains_xy(kp[1], centres[:, 0], centres[:, 1]).sum())[1]
+    main = next(r.polygon for r in read.rooms if r.kind == "main")
+    assert plan.area <= main.area <= plan.buffer(0.2, join_style="mitre").area
+    assert next(r.polygon for r in flat.rooms if r.kind == "main").equals(plan)  # the in-memory scan agrees
+
+    single = generate_scene(0, 1, FRAMES)
+    assert len(single.room_plans) == 1
+    read = read_scan(str(write_scannet(single, tmp_path)), Config(scans_root=str(tmp_path)))
+    assert areas(read)["main"] == areas(read)["scene"]

@@ -87,7 +87,7 @@ def test_scan_videos_have_budget_frame_counts_and_skip_nan_poses(tmp_path):
 
 def test_short_scan_repeats_frames_in_budget_videos(tmp_path):
     frames = frames_table(30)  # 10 all-frame frames
-    samples = sample_frames(frames)
+    samples = sample_frames(frames, FramesConfig())
     result = write_scan_videos(
         KEY, samples, frames, numbered_image, str(tmp_path), fps=10.0, frames_config=FramesConfig(width=160, height=120)
     )
@@ -97,7 +97,7 @@ def test_short_scan_repeats_frames_in_budget_videos(tmp_path):
 
 def test_portrait_and_rotated_frames(tmp_path):
     frames = frames_table(12, width=968, height=1296)
-    samples = sample_frames(frames)
+    samples = sample_frames(frames, FramesConfig())
     small = FramesConfig(width=160, height=120)
     portrait = lambda i: numbered_image(i, 968, 1296)  # noqa: E731
     result = write_scan_videos(KEY, samples, frames, portrait, str(tmp_path), fps=10.0, frames_config=small)
@@ -112,7 +112,7 @@ def test_portrait_and_rotated_frames(tmp_path):
 
 def test_missing_or_unreadable_image_is_a_scan_error_and_leaves_no_video(tmp_path):
     frames = frames_table(30)
-    samples = sample_frames(frames)
+    samples = sample_frames(frames, FramesConfig())
 
     def load(i):
         if i == 9:
@@ -131,7 +131,7 @@ def test_videos_upload_to_s3_outputs(tmp_path, s3_bucket):
 
     bucket, options = s3_bucket.name, s3_bucket.options
     frames = frames_table(30)
-    samples = sample_frames(frames)
+    samples = sample_frames(frames, FramesConfig())
     small = FramesConfig(width=160, height=120)
     result = write_scan_videos(
         KEY, samples, frames, numbered_image, f"s3://{bucket}/out", fps=10.0, frames_config=small,

@@ -173,7 +173,7 @@ def questions(key, tables, object_visibility, visibility, frames, samples, confi
     from pipeline.qa.dummy import dummy_object_sets
     from pipeline.frames.budgets import frame_budgets
 
-    BUDGETS = frame_budgets()
+    BUDGETS = frame_budgets(Config())
 
     dummy = plan_dummy_videos(key, dummy_object_sets(tables["objects"], object_visibility, key), visibility, frames)
     parts = [

@@ -68,7 +68,7 @@ def test_good_scan_gets_tables_and_videos(built):
     decisions = read_table(tables / "object_visibility" / "scannet" / "scene0990_00.parquet", "object_visibility")
     assert 4 not in vis["frame_index"].to_list()  # the NaN-pose frame is never cast
     assert vis.height > 0
-    assert set(samples["budget"].to_list()) == set(frame_budgets())
+    assert set(samples["budget"].to_list()) == set(frame_budgets(config))
     assert decisions.filter(decisions["budget"] == "all")["visible"].any()
     n_all = int(frames["in_all_frame"].sum())
     for budget, expected in (("16", 16), ("64", 64), ("all", n_all)):

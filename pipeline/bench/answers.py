@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _answer_once(release: Path, spec: str, out: Path) -> dict:
+    from pipeline.frames.budgets import frame_budgets
     from pipeline.sampling.answers import compute_answers
     from pipeline.sampling.command import check_benchmark, write_benchmark
     from pipeline.sampling.release_tables import load_release_tables, release_config
@@ -38,7 +39,7 @@ def _answer_once(release: Path, spec: str, out: Path) -> dict:
     config = release_config(release)
     phases["read"] = time.process_time() - t
     t = time.process_time()
-    bench = compute_answers(parse_sampler(spec), tables, config)
+    bench = compute_answers(parse_sampler(spec, frame_budgets(config)), tables, config)
     phases["answers"] = time.process_time() - t
     t = time.process_time()
     check = check_benchmark(bench, tables, config)

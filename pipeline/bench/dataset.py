@@ -221,11 +221,12 @@ def replicate(source_out: Path, source_keys: list[str], out: Path, scans: int, w
 
 
 def _link_videos(source_out: Path, out: Path, source_key: str, key: str, suffix: str, tables, folders) -> int:
-    from pipeline.frames.budgets import budget_sort_key, frame_budgets
+    from pipeline.frames.budgets import budget_sort_key
     from pipeline.frames.video_paths import budget_video_path
 
     samples = tables.get("frame_samples")
-    budgets = sorted(set(samples["budget"].to_list()), key=budget_sort_key) if samples is not None else frame_budgets()
+    # The source scan's own budgets (its run's): a scan with no frame samples has no budget videos to link.
+    budgets = sorted(set(samples["budget"].to_list()), key=budget_sort_key) if samples is not None else []
     pairs = [(budget_video_path(b, source_key), budget_video_path(b, key)) for b in budgets]
     dummy = tables.get("dummy_videos")
     if dummy is not None:

@@ -24,15 +24,17 @@ from pipeline.config import Config, FramesConfig
 ALL = "all"
 
 
-def frame_budgets(config: Config | FramesConfig | None = None) -> tuple[str, ...]:
+def frame_budgets(config: Config | FramesConfig) -> tuple[str, ...]:
     """The frame budgets a run builds, as every table, video folder and export names them: the numeric budgets of
     ``frames.budgets`` smallest first, then ``"all"`` (``("16", "32", "64", "all")`` by default).
 
     The one source of the budget list: frames, visibility, questions, PinpointQA, the expectation suites, the
     videos, the report and the exports all take it from here, so adding a budget to ``frames.budgets`` (say 128)
     reaches every step. A frame sampler that picks its own frames (uniform N, fps F) names its budget the same way.
+    The run's config is always passed: a default here let a sampler or a report nest from budgets the run did not
+    build (issue 38, item 10).
     """
-    frames_config = config.frames if isinstance(config, Config) else (config or FramesConfig())
+    frames_config = config.frames if isinstance(config, Config) else config
     numeric = sorted({int(b) for b in frames_config.budgets})
     if any(b <= 0 for b in numeric):
         raise ValueError(f"budgets must be positive, got {frames_config.budgets}")
@@ -105,12 +107,13 @@ def capped_all_frame_indices(
         stride += 1
 
 
-def budget_positions(n_all: int, budgets: tuple[int, ...] = FramesConfig.budgets) -> dict[int, np.ndarray]:
+def budget_positions(n_all: int, budgets: tuple[int, ...]) -> dict[int, np.ndarray]:
     """Positions in the all-frame sequence for each budget, nested as SPEC §2 prescribes.
 
     The largest budget is ``linspace(0, n_all-1, B, dtype=int)``; each smaller
     budget ``b`` indexes its predecessor ``p``: ``prev[linspace(0, p-1, b, dtype=int)]``.
-    With the default budgets this is exactly idx64 / idx32 / idx16 of the spec.
+    With the default budgets this is exactly idx64 / idx32 / idx16 of the spec. ``budgets`` are the run's
+    (``frames.budgets``): the positions of budget 32 depend on every larger budget it nests in.
     An empty sequence gives empty budgets.
     """
     ordered = sorted({int(b) for b in budgets}, reverse=True)
@@ -151,13 +154,13 @@ def all_frame_table(frames: pl.DataFrame) -> pl.DataFrame:
     return kept.sort("frame_index")
 
 
-def sample_frames(frames: pl.DataFrame, config: Config | FramesConfig | None = None) -> pl.DataFrame:
+def sample_frames(frames: pl.DataFrame, config: Config | FramesConfig) -> pl.DataFrame:
     """The ``frame_samples`` table of one or more scans from their ``frames`` tables.
 
     ``frames.in_all_frame`` must be set (``mark_all_frame``); budget ``"all"``
     lists the whole sequence, the numeric budgets its nested subsamples.
     """
-    frames_config = config.frames if isinstance(config, Config) else (config or FramesConfig())
+    frames_config = config.frames if isinstance(config, Config) else config  # the run's budgets, never a default
     rows: list[pl.DataFrame] = []
     for key in sorted(set(frames["key"].to_list())):
         seq = all_frame_table(frames.filter(pl.col("key") == key))

@@ -6,7 +6,18 @@ subsample, and an alpha shape (union of the Delaunay triangles whose
 circumradius is below a radius). Holes are filled because furniture standing
 on the floor hides the floor but not the room. Every scan gets a ``"scene"``
 polygon (the whole captured space, possibly several parts) and a ``"main"``
-polygon (its largest part) so that both room-size questions can be asked.
+polygon so that both room-size questions can be asked (SPEC §4).
+
+The main room is the dominant room in which the video is primarily recorded.
+Rooms joined by a doorway make one connected footprint (the floor band holds
+the partition's base too), so without more the main room of a flat was the
+whole flat (issue 38, item 7). The walls above door height (vertices between
+door tops and a low ceiling, where furniture rarely reaches and a doorway's
+lintel closes the partition) are taken out of the footprint, the rest is
+opened by half a doorway (eroded, grown back with mitred corners), and each
+piece of a useful size is a room; a part that gives fewer than two such
+pieces stays one room, exactly as before. The main room is the one holding
+most camera positions, the largest when no camera is inside any.
 """
 
 from __future__ import annotations
@@ -25,6 +36,10 @@ FLOOR_BAND_M = 0.3  # vertices up to this height above the floor describe the fo
 MAX_POINTS = 20000  # seeded subsample size before triangulation
 ALPHA_RADIUS_M = 0.6  # Delaunay triangles with a larger circumradius are outside the shape
 MIN_PART_AREA_M2 = 0.5  # smaller disconnected parts are reconstruction debris
+DOORWAY_HALF_WIDTH_M = 0.55  # a passage narrower than 1.1 m (a doorway) between two rooms separates them
+MIN_ROOM_AREA_M2 = 4.5  # a piece cut off by walls or a narrow passage is a room only from this size (else an alcove)
+WALL_BAND_M = (2.15, 2.45)  # above the floor: over door tops (2.0-2.1 m) and nearly all furniture, under a 2.5 m ceiling
+WALL_CELL_M = 0.1  # wall vertices are gathered on a grid of this pitch (synthetic walls are gridded at 0.25 m)
 
 
 def _fill_holes(geom) -> Polygon | MultiPolygon:
@@ -94,8 +109,7 @@ def derive_scene_polygon(
     a canonical order first), so the same mesh read from two dataset layouts,
     under two scan keys, gets the same polygon.
     """
-    v = np.asarray(vertices, dtype=float)
-    v = v[np.all(np.isfinite(v), axis=1)]
+    v = _finite(vertices)
     if len(v) < 3:
         return Polygon()
     floor_z = float(np.percentile(v[:, 2], floor_percentile))
@@ -112,6 +126,31 @@ def derive_scene_polygon(
     return parts[0] if len(parts) == 1 else MultiPolygon(parts)
 
 
+def _finite(vertices: np.ndarray) -> np.ndarray:
+    v = np.asarray(vertices, dtype=float).reshape(-1, 3)
+    return v[np.all(np.isfinite(v), axis=1)]
+
+
+def wall_footprint(
+    vertices: np.ndarray,
+    *,
+    floor_percentile: float = FLOOR_PERCENTILE,
+    band: tuple[float, float] = WALL_BAND_M,
+    cell: float = WALL_CELL_M,
+) -> Polygon | MultiPolygon:
+    """The floor-plane cells holding mesh vertices in ``band`` above the floor: the walls, partitions included."""
+    v = _finite(vertices)
+    if len(v) < 3:
+        return Polygon()
+    floor_z = float(np.percentile(v[:, 2], floor_percentile))
+    xy = v[(v[:, 2] >= floor_z + band[0]) & (v[:, 2] <= floor_z + band[1]), :2]
+    if len(xy) == 0:
+        return Polygon()
+    cells = np.unique(np.floor(xy / cell).astype(np.int64), axis=0)  # sorted: the same union every time
+    low, high = cells * cell, (cells + 1) * cell  # neighbours share exact edges: a coverage, unioned as one
+    return shapely.coverage_union_all(shapely.box(low[:, 0], low[:, 1], high[:, 0], high[:, 1]))
+
+
 def main_part(polygon) -> Polygon:
     """The largest part of a (multi)polygon: the dominant room of the scene."""
     parts = _parts(polygon)
@@ -120,15 +159,59 @@ def main_part(polygon) -> Polygon:
     return max(parts, key=lambda p: (p.area, -p.centroid.x, -p.centroid.y))
 
 
-def rooms_from_polygon(polygon, source: str) -> list[Room]:
-    """A scene room and its main part; empty when the polygon has no area."""
+def split_rooms(
+    polygon,
+    walls=None,
+    half_width: float = DOORWAY_HALF_WIDTH_M,
+    min_room_area: float = MIN_ROOM_AREA_M2,
+    wall_cell: float = WALL_CELL_M,
+) -> list[Polygon]:
+    """The rooms of a scene polygon: each part without ``walls`` (``wall_footprint``), opened by ``half_width``
+    (a passage narrower than a doorway is cut), gives pieces; each piece of at least ``min_room_area``, grown
+    back over its walls, is a room. A part with fewer than two such pieces is one room, unchanged. Sorted
+    largest first, then by centroid."""
+    rooms: list[Polygon] = []
+    for part in _parts(polygon):
+        free = part.difference(walls) if walls is not None and not walls.is_empty else part
+        core = free.buffer(-half_width, join_style="mitre")
+        grow = half_width + 2 * wall_cell  # back to the wall face and over the wall's own cells
+        grown = [_largest(piece.buffer(grow, join_style="mitre").intersection(part)) for piece in _parts(core)]
+        pieces = [room for room in grown if room.area >= min_room_area]
+        rooms.extend(pieces if len(pieces) >= 2 else [part])
+    return sorted(rooms, key=lambda p: (-p.area, p.centroid.x, p.centroid.y))
+
+
+def _largest(geom) -> Polygon:
+    parts = _parts(geom) if isinstance(geom, (Polygon, MultiPolygon)) else [
+        g for g in getattr(geom, "geoms", []) if isinstance(g, Polygon) and not g.is_empty]
+    return max(parts, key=lambda p: (p.area, -p.centroid.x, -p.centroid.y)) if parts else Polygon()
+
+
+def main_room(rooms: list[Polygon], camera_xy: np.ndarray | None = None) -> Polygon:
+    """The room holding most camera positions (``camera_xy``, (N, 2) in the floor plane); the largest when no
+    camera position is inside any room. Ties go to the larger room."""
+    if not rooms:
+        return Polygon()
+    xy = np.zeros((0, 2)) if camera_xy is None else np.asarray(camera_xy, dtype=float).reshape(-1, 2)
+    xy = xy[np.all(np.isfinite(xy), axis=1)]
+    inside = [int(shapely.contains_xy(room, xy[:, 0], xy[:, 1]).sum()) if len(xy) else 0 for room in rooms]
+    return max(zip(inside, rooms), key=lambda c: (c[0], c[1].area, -c[1].centroid.x, -c[1].centroid.y))[1]
+
+
+def rooms_from_polygon(polygon, source: str, camera_xy: np.ndarray | None = None, walls=None) -> list[Room]:
+    """A scene room and its main room (``main_room`` of ``split_rooms``); empty when the polygon has no area."""
     if polygon is None or polygon.is_empty or polygon.area <= 0:
         return []
     return [
         Room(polygon=polygon, kind="scene", source=source),
-        Room(polygon=main_part(polygon), kind="main", source=source),
+        Room(polygon=main_room(split_rooms(polygon, walls), camera_xy), kind="main", source=source),
     ]
 
 
-def derive_rooms(vertices: np.ndarray, *, seed: int, **options) -> list[Room]:
-    return rooms_from_polygon(derive_scene_polygon(vertices, seed=seed, **options), source="derived")
+def derive_rooms(vertices: np.ndarray, *, seed: int, camera_xy: np.ndarray | None = None, **options) -> list[Room]:
+    """``camera_xy``: where the video was recorded (camera centres in the floor plane), to pick the main room."""
+    polygon = derive_scene_polygon(vertices, seed=seed, **options)
+    if polygon.is_empty:
+        return []
+    walls = wall_footprint(vertices, floor_percentile=options.get("floor_percentile", FLOOR_PERCENTILE))
+    return rooms_from_polygon(polygon, source="derived", camera_xy=camera_xy, walls=walls)

@@ -386,16 +386,14 @@ def generate_questions(
     visibility: pl.DataFrame,
     config: PinpointConfig | None = None,
     seed: int = 0,
-    budgets: tuple[str, ...] | None = None,
+    *,
+    budgets: tuple[str, ...],
 ) -> pl.DataFrame:
-    """``qa_candidates`` rows (profile ``pinpointqa``) of one scan for every budget; ``split`` is left null."""
+    """``qa_candidates`` rows (profile ``pinpointqa``) of one scan for every budget of the run
+    (``frame_budgets(config)``); ``split`` is left null."""
     cfg = config or PinpointConfig()
     rows: list[dict] = []
     lookups = ScanLookups(objects.filter(pl.col("key") == key).sort("object_id"), neighbors.filter(pl.col("key") == key))
-    if not budgets:
-        from pipeline.frames.budgets import frame_budgets
-
-        budgets = frame_budgets()
     for budget in budgets:
         rows += ScanQuestions(key, budget, targets, neighbors, objects, visibility, cfg, seed, lookups=lookups).all()
     frame = schemas.from_rows("qa_candidates", rows)

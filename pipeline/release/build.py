@@ -323,7 +323,7 @@ def _with_meanings(gate_dict: dict, config: Config) -> dict:
     """Each result with its rule's plain-language meaning (for the report and the manifest's checks)."""
     from expectations.suites import build_suites  # plain data: no Great Expectations import
 
-    suites = build_suites(config.gate.frequency_ceiling, config.gate.letter_tolerance, frame_budgets(config))
+    suites = build_suites(config.gate.frequency_ceiling, config.gate.letter_tolerance, budgets=frame_budgets(config))
     meanings = {rule.name: rule.meaning for suite in suites for rule in suite.rules}
     results = [r | {"meaning": meanings.get(r["name"], "")} for r in gate_dict.get("results", [])]
     return gate_dict | {"results": results}

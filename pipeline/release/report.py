@@ -36,7 +36,6 @@ from pipeline.release.churn import CHURN_COLUMNS, churn_totals
 from pipeline.release.palette import object_colours
 from pipeline.release.plan_view import MAX_TICKS, ScenePlan, plan_svg, scene_plan
 from pipeline.scene.scan_notes import notes_html
-from pipeline.frames.budgets import frame_budgets
 from pipeline.qa.stats import baseline_rows
 
 VideoFile = Callable[[str], Path | None]  # video path relative to the output root -> local file, None if absent
@@ -150,9 +149,7 @@ def _histogram(group: pl.DataFrame) -> tuple[list[str], list[float]]:
     return [f"{edges[i]:.3g}" for i in range(len(counts))], [float(c) for c in counts]
 
 
-def answerability_table(
-    qa: pl.DataFrame, object_visibility: pl.DataFrame, budgets: tuple[str, ...] | None = None
-) -> str:
+def answerability_table(qa: pl.DataFrame, object_visibility: pl.DataFrame, budgets: tuple[str, ...]) -> str:
     """Of the all-frame questions, the share whose named objects stay visible under each smaller budget.
 
     This is ReVSI's validity-under-sparse-frames measure (its Figure 3): how
@@ -164,7 +161,7 @@ def answerability_table(
         for (b,), g in object_visibility.filter(pl.col("visible")).group_by(["budget"])
     }
     base = qa.select("key", "profile", "budget", "video_kind", "used_obj_ids").filter((pl.col("budget") == "all") & (pl.col("video_kind") == "real") & (pl.col("used_obj_ids").list.len() > 0))
-    smaller = [b for b in (budgets or frame_budgets()) if b != "all"]
+    smaller = [b for b in budgets if b != "all"]
     rows = []
     for (profile,), group in sorted(base.group_by(["profile"]), key=lambda kv: kv[0]):
         pairs = list(zip(group["key"].to_list(), group["used_obj_ids"].to_list()))
@@ -435,7 +432,7 @@ def render_report(
     samples_per_type: int = 2,
     frames_per_question: int = 4,
     seed: int = 0,
-    budgets: tuple[str, ...] | None = None,
+    budgets: tuple[str, ...],
     excluded_scans: dict | None = None,
     verdicts: list[dict] | None = None,
     churn_rows: list[dict] | None = None,
@@ -457,7 +454,7 @@ def render_report(
     blind baseline is worth computing once); ``visibility_of`` the per-frame visibility of the sampled questions'
     scans when ``tables`` has no ``visibility`` table (millions of rows at thousands of scans, a few scans shown)."""
     qa = tables["qa"]
-    budget_names = tuple(budgets or frame_budgets())  # the columns of every per-budget table
+    budget_names = tuple(budgets)  # the run's frame_budgets(config): the columns of every per-budget table
     frame_samples = tables.get("frame_samples", pl.DataFrame())
     visibility = tables.get("visibility")
     object_visibility = tables.get("object_visibility", pl.DataFrame())

@@ -80,9 +80,9 @@ def write_benchmark(bench: SampledBenchmark, release: Path, out: Path, tables: d
 
 def build_sampled(release: str | Path, spec: str, out: str | Path, videos: bool = True) -> tuple[SampledBenchmark, dict]:
     release = Path(release)
-    sampler = parse_sampler(spec)
     tables = load_release_tables(release)
     config = release_config(release)
+    sampler = parse_sampler(spec, frame_budgets(config))  # the release's budgets: budget:32 is its own 32
     bench = compute_answers(sampler, tables, config)
     check = check_benchmark(bench, tables, config)
     return bench, write_benchmark(bench, release, Path(out), tables, check, videos)
@@ -133,7 +133,7 @@ def sampler_validity(release: str | None, specs: list[str], plot: str | None, as
         raise ConfigError("stats --samplers needs --release (a release folder or output root)")
     tables = load_release_tables(Path(release))
     config = release_config(Path(release))
-    outcomes = pl.concat([compute_answers(parse_sampler(s), tables, config).outcomes for s in specs])
+    outcomes = pl.concat([compute_answers(parse_sampler(s, frame_budgets(config)), tables, config).outcomes for s in specs])
     table = validity_table(outcomes)
     if plot:
         storage.write_bytes_atomic(storage.upath(plot), validity_svg(table).encode())
@@ -161,7 +161,7 @@ def sampled_folders(release: str | Path, specs: list[str] | None, given: list[st
         if given and i < len(given):
             folders.append(Path(given[i]))
             continue
-        folder = Path(work) / parse_sampler(spec).label
+        folder = Path(work) / parse_sampler(spec, frame_budgets(release_config(Path(release)))).label
         build_sampled(release, spec, folder, videos=videos)
         folders.append(folder)
     return folders

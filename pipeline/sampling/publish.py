@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pipeline.config import Config
 from pipeline.errors import ConfigError
+from pipeline.frames.budgets import frame_budgets
 from pipeline.sampling.command import build_sampled
 from pipeline.sampling.spec import parse_sampler
 
@@ -32,7 +33,7 @@ def publish_sampled(config: Config) -> list[dict]:
     release = root / "releases" / "latest"
     published = []
     for spec in config.samplers:
-        label = parse_sampler(spec).label
+        label = parse_sampler(spec, frame_budgets(config)).label
         final = root / "sampled" / label
         staging = root / "sampled" / f".staging-{label}-{uuid.uuid4().hex[:8]}"
         try:

@@ -31,9 +31,10 @@ for exactly the frames that harness feeds its model:
 - ``indices:FILE`` — a JSON object mapping a scan (``dataset/scene_id`` or its
   scene id) to the positions a harness logged (0-based indices into the
   all-frame video).
-- ``16``, ``32``, ``64``, ``all`` (any budget of ``pipeline.frames.budgets.frame_budgets()``,
+- ``16``, ``32``, ``64``, ``all`` (any budget of the run's ``pipeline.frames.budgets.frame_budgets(config)``,
   also written ``budget:16``) — the release's own nested budgets
-  (``pipeline.frames.budgets.budget_positions``), read at call time.
+  (``pipeline.frames.budgets.budget_positions``), nested from the run's largest budget exactly as the build
+  nests them: with budgets 128, 64, 32, 16, ``budget:32`` is 32 of the 64 of the 128, not 32 of a default 64.
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.frames.budgets import frame_budgets
 from pipeline.errors import ConfigError
 
 QWEN_FPS = 2.0
@@ -70,6 +70,7 @@ class Sampler:
     min_frames: int | None = None
     max_frames: int | None = None
     indices_file: str | None = None
+    nested: tuple[int, ...] = ()  # budget: the run's numeric budgets, the chain ``count`` nests in
     _indices: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -106,11 +107,9 @@ class Sampler:
         if self.kind == "budget":
             if self.count is None:
                 return np.arange(n, dtype=np.int64)
-            from pipeline.config import FramesConfig
             from pipeline.frames.budgets import budget_positions
 
-            budgets = tuple(sorted({*FramesConfig().budgets, self.count}))
-            return budget_positions(n, budgets)[self.count]
+            return budget_positions(n, self.nested)[self.count]
         return self._logged(n, key, scene_id)
 
     def _ele(self) -> dict:
@@ -202,28 +201,33 @@ def internvl_segments(n: int, num_segments: int, fps: float) -> np.ndarray:
 _SPEC = re.compile(r"^(?P<kind>[a-z]+):(?P<rest>.+)$")
 
 
-def parse_sampler(spec: str) -> Sampler:
-    """A ``Sampler`` from its spec; a bad spec is one ``ConfigError`` line saying what is accepted."""
+def parse_sampler(spec: str, budgets: tuple[str, ...]) -> Sampler:
+    """A ``Sampler`` from its spec; a bad spec is one ``ConfigError`` line saying what is accepted.
+
+    ``budgets`` are the run's (``frame_budgets(config)``): which budget names are accepted and the chain a
+    budget sampler nests in, so ``budget:32`` takes the very frames the release's 32-frame budget holds.
+    """
     text = str(spec).strip()
-    budgets = [str(b) for b in frame_budgets()]
+    budgets = tuple(str(b) for b in budgets)
     bare = text.removeprefix("budget:")
     if bare in budgets:
-        return Sampler("budget", text, count=None if bare == "all" else int(bare))
+        nested = tuple(sorted((int(b) for b in budgets if b.isdigit()), reverse=True))
+        return Sampler("budget", text, count=None if bare == "all" else int(bare), nested=nested)
     match = _SPEC.match(text)
     if not match:
-        raise ConfigError(_bad(text, "unknown sampler"))
+        raise ConfigError(_bad(text, "unknown sampler", budgets))
     kind, rest = match["kind"], match["rest"]
     if kind in ("uniform", "segments", "nframes"):
-        return Sampler(kind, text, count=_positive_int(text, rest))
+        return Sampler(kind, text, count=_positive_int(text, rest, budgets))
     if kind == "fps":
         head, *options = rest.split(",")
-        fps = _positive_float(text, head)
+        fps = _positive_float(text, head, budgets)
         extra: dict[str, int] = {}
         for option in options:
             name, _, value = option.partition("=")
             if name not in ("min", "max") or name in extra:
-                raise ConfigError(_bad(text, f"unknown fps option {option!r} (min=, max=)"))
-            extra[name] = _positive_int(text, value)
+                raise ConfigError(_bad(text, f"unknown fps option {option!r} (min=, max=)", budgets))
+            extra[name] = _positive_int(text, value, budgets)
         return Sampler("fps", text, fps=fps, min_frames=extra.get("min"), max_frames=extra.get("max"))
     if kind == "indices":
         path = Path(rest)
@@ -239,31 +243,31 @@ def parse_sampler(spec: str) -> Sampler:
         ):
             raise ConfigError(f"{path}: expected a JSON object mapping each scan to a list of integer frame indices")
         return Sampler("indices", text, indices_file=str(path), _indices=table)
-    raise ConfigError(_bad(text, f"unknown sampler kind {kind!r}"))
+    raise ConfigError(_bad(text, f"unknown sampler kind {kind!r}", budgets))
 
 
-def _positive_int(spec: str, text: str) -> int:
+def _positive_int(spec: str, text: str, budgets: tuple[str, ...]) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise ConfigError(_bad(spec, f"{text!r} is not a whole number")) from None
+        raise ConfigError(_bad(spec, f"{text!r} is not a whole number", budgets)) from None
     if value <= 0:
-        raise ConfigError(_bad(spec, f"{value} must be positive"))
+        raise ConfigError(_bad(spec, f"{value} must be positive", budgets))
     return value
 
 
-def _positive_float(spec: str, text: str) -> float:
+def _positive_float(spec: str, text: str, budgets: tuple[str, ...]) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ConfigError(_bad(spec, f"{text!r} is not a number")) from None
+        raise ConfigError(_bad(spec, f"{text!r} is not a number", budgets)) from None
     if not value > 0 or not math.isfinite(value):
-        raise ConfigError(_bad(spec, f"{value} must be a positive number"))
+        raise ConfigError(_bad(spec, f"{value} must be a positive number", budgets))
     return value
 
 
-def _bad(spec: str, problem: str) -> str:
-    budgets = ", ".join(str(b) for b in frame_budgets())
+def _bad(spec: str, problem: str, budgets: tuple[str, ...]) -> str:
+    budgets = ", ".join(budgets)
     return (
         f"sampler {spec!r}: {problem}; use uniform:N, fps:F[,min=A,max=B], nframes:N, segments:N, indices:FILE "
         f"or a budget ({budgets})"

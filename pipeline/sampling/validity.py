@@ -90,12 +90,13 @@ def validity_svg(table: pl.DataFrame, width: int = 560, height: int = 320) -> st
 
 def report_section(tables: dict, config) -> str:
     """The reviewer report's section for ``config.samplers``: validity per sampler (plot) and per type (table)."""
+    from pipeline.frames.budgets import frame_budgets
     from pipeline.sampling.answers import compute_answers
     from pipeline.sampling.spec import parse_sampler
 
     if not config.samplers or "visibility" not in tables:
         return ""
-    outcomes = pl.concat([compute_answers(parse_sampler(s), tables, config).outcomes for s in config.samplers])
+    outcomes = pl.concat([compute_answers(parse_sampler(s, frame_budgets(config)), tables, config).outcomes for s in config.samplers])
     table = validity_table(outcomes)
     head = ("<h2>Validity under frame samplers</h2><p class=meta>Of the all-frame questions, how many answers stay "
             "right for the frames each configured sampler takes (config <code>samplers</code>), change, or have no "

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import shapely
 
+from pipeline.geometry.rooms import main_room
 from pipeline.scene.parsed import Frame, Mesh, ParsedScan, Room, SceneObject
 from pipeline.seeding import rng as seeded_rng
 from pipeline.synth.boxes import Box, mesh_box, parts_distance, union_box
@@ -215,8 +216,9 @@ def generate_scene(seed: int, scene_index: int, frames: int = 300) -> SynthScene
     stored = rigid_inverse(alignment) @ walk
     poses = alignment @ stored
     rooms = [Room(shell.scene_polygon, "scene", "annotated")]
-    main = max(shell.rooms, key=lambda r: r.polygon.area)
-    rooms.append(Room(main.polygon, "main", "annotated"))
+    # The main room is where the video is mostly recorded (SPEC §4), as the readers derive it from the files.
+    main = main_room([r.polygon for r in shell.rooms], walk[:, :2, 3])
+    rooms.append(Room(main, "main", "annotated"))
     kind = shell.scene_kind
     return SynthScene(
         scene_id=scene_id,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from pipeline.geometry.rooms import derive_rooms
 from pipeline.scene.parsed import Frame, ImageLoader, Mesh, ParsedScan, SceneObject, dropped_pose_warnings
 
@@ -34,7 +36,7 @@ def assembled_scan(
         source_uri=source_uri,
         mesh=mesh,
         objects=objects,
-        rooms=derive_rooms(mesh.vertices, seed=seed) if mesh is not None else [],
+        rooms=derive_rooms(mesh.vertices, seed=seed, camera_xy=camera_positions(frames)) if mesh is not None else [],
         frames=frames,
         source_fps=source_fps,
         scene_type=scene_type,
@@ -42,6 +44,13 @@ def assembled_scan(
         load_image=load_image,
         image_rotation=image_rotation,
     )
+
+
+def camera_positions(frames: list[Frame]) -> np.ndarray:
+    """Camera centres in the floor plane (world x, y), one per frame with a finite pose: where the video was
+    recorded, which decides the main room."""
+    centres = [f.pose[:2, 3] for f in frames if np.all(np.isfinite(f.pose))]
+    return np.array(centres, dtype=float).reshape(-1, 2)
 
 
 def posed_frames(

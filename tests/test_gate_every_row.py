@@ -13,7 +13,7 @@ import pytest
 
 from expectations import runner
 from expectations.runner import run_gate
-from tests.test_quality_gate import BREAKAGES, _tables
+from tests.test_quality_gate import BREAKAGES, BUDGETS, _tables
 
 
 @pytest.fixture(autouse=True)
@@ -26,7 +26,7 @@ def _by_suite(report) -> dict:
 
 
 def test_every_row_of_every_view_is_validated_by_gx():
-    report = run_gate(_tables(12))
+    report = run_gate(_tables(12), budgets=BUDGETS)
     assert report.success, report.summary()
     for validation in report.validations:
         assert validation.sample_rows == validation.rows, validation.suite
@@ -36,7 +36,7 @@ def test_every_row_of_every_view_is_validated_by_gx():
 def test_gx_counts_add_up_over_batches_and_match_polars():
     tables = _tables(12)
     BREAKAGES["qa.budget_in_set"](tables)
-    report = run_gate(tables)
+    report = run_gate(tables, budgets=BUDGETS)
     qa = _by_suite(report)["qa"]
     assert qa.sample_rows == qa.rows == tables["qa"].height
     failed = [e for e in qa.expectations if not e.success]
@@ -48,7 +48,7 @@ def test_a_duplicate_split_across_slices_is_found_by_gx():
     tables = _tables(12)
     qa = tables["qa"]
     tables["qa"] = pl.concat([qa, qa.slice(0, 1)])  # row 0 again, in the last slice
-    report = run_gate(tables)
+    report = run_gate(tables, budgets=BUDGETS)
     unique = [e for e in _by_suite(report)["qa"].expectations if "unique" in e.expectation_type]
     assert unique and any(not e.success for e in unique)
     assert all(e.gx_success == e.success for e in unique)

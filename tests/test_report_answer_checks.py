@@ -19,7 +19,7 @@ import pytest
 from pipeline import schemas
 from pipeline.geometry.direction import MODES
 from pipeline.release.report import render_report
-from tests.test_quality_gate import _tables
+from tests.test_quality_gate import BUDGETS, _tables
 from tests.test_scoring_support import write_video
 
 pytest.importorskip("pipeline.synth.scene")
@@ -60,7 +60,7 @@ def scene_questions():
     qa = schemas.conform("qa", pl.concat([qa, dummy], how="diagonal_relaxed"))
     tables = {"qa": qa, "objects": objects, "rooms": rooms, "object_visibility": visibility, "scans": scene["scans"],
               "pinpoint_neighbors": neighbors}
-    page = render_report(tables, video_file=lambda rel: None, title="t", samples_per_type=8)  # every counting question
+    page = render_report(tables, video_file=lambda rel: None, title="t", samples_per_type=8, budgets=(BUDGET,))  # every counting question
     return qa, objects, page
 
 
@@ -199,7 +199,7 @@ def test_appearance_order_shows_first_appearance_frames_in_answer_order(tmp_path
         visibility=schemas.from_rows("visibility", visibility_rows),
     )
     video = write_video(tmp_path / "v.mp4", frames=frames)
-    page = render_report(tables, video_file=lambda rel: video if rel == "v.mp4" else None, title="t")
+    page = render_report(tables, video_file=lambda rel: video if rel == "v.mp4" else None, title="t", budgets=BUDGETS)
     captions = re.findall(r"<figcaption>f(\d+) · ([\d.]+) s</figcaption>", page)
     assert captions == [("1", "0.1"), ("3", "0.3"), ("4", "0.4"), ("5", "0.5")]
     assert re.findall(r'alt="frame \d+: first ([a-z]+)"', page) == ["cup", "mug", "sofa", "tv"]

@@ -37,7 +37,9 @@ scan runs, even those spanning a tick, lead to no other run. ``will_be_requested
 never holds from a partitioned asset to an unpartitioned one, so the release
 learns of a heal only once its run exists: the dataset-wide assets wait one tick
 after a per-scan table is updated, by which time the heal's run is queued and
-its partition is in progress (``any_deps_in_progress``).
+its partition is in progress. Each dataset-wide asset looks two levels up
+for both (through ``scan_membership``, every per-scan asset), so a scan run that
+ends its steps one by one leads to one dataset-wide run, not one per asset.
 """
 
 from __future__ import annotations
@@ -73,17 +75,28 @@ def dataset_automation() -> dg.AutomationCondition:
     # that nothing new accompanies.
     pending_after_request = (changed & requested).since((requested & ~changed) | start)
     # The tick that first sees a per-scan table updated by some other run is the tick that requests its partition's
-    # heal, if it needs one; the release waits for the next, when that run is queued and counts as in progress.
-    scan_tick = dg.AutomationCondition.any_deps_match(
-        dg.AutomationCondition.newly_updated() & ~dg.AutomationCondition.executed_with_root_target()
-    ).allow(dg.AssetSelection.all()).with_label("a scan table updated this tick")
+    # heal, if it needs one; the dataset-wide assets wait for the next, when that run is queued and in progress.
+    updated_elsewhere = dg.AutomationCondition.newly_updated() & ~dg.AutomationCondition.executed_with_root_target()
+    scan_tick = _upstream(updated_elsewhere).with_label("a table upstream updated this tick by another run")
     return (
         (pending | pending_after_request)
         & ~scan_tick
-        & ~dg.AutomationCondition.any_deps_in_progress()
+        & ~_upstream(dg.AutomationCondition.in_progress()).with_label("anything upstream in progress")
         & ~dg.AutomationCondition.in_progress()
         & ~dg.AutomationCondition.any_deps_missing().allow(dg.AssetSelection.assets(*DATASET_TABLES))
     ).with_label("release follows any upstream change")
+
+
+def _upstream(condition: dg.AutomationCondition) -> dg.AutomationCondition:
+    """``condition`` true of a dependency or of a dependency's dependency (sources left out).
+
+    Every dataset-wide asset reads ``scan_membership``, whose inputs are all the per-scan assets: looking two levels
+    up, each waits while any scan is being built, not only the scans' tables it reads itself, so one scan run ending
+    its steps one by one (a heal ends ``pinpoint_qa_candidates`` before ``qa_candidates``) leads to one dataset run,
+    not one per dataset-wide asset.
+    """
+    direct = dg.AutomationCondition.any_deps_match(condition).allow(dg.AssetSelection.all())
+    return direct | dg.AutomationCondition.any_deps_match(direct).allow(dg.AssetSelection.all())
 
 
 def scan_automation() -> dg.AutomationCondition:

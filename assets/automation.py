@@ -109,7 +109,6 @@ def scan_automation() -> dg.AutomationCondition:
     ).with_label("requested, built or failed")
     return (
         dg.AutomationCondition.any_deps_updated().since(handled)
-        & ~dg.AutomationCondition.missing()  # a scan never built is the build's, not a heal's
         & ~dg.AutomationCondition.any_deps_missing()
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()

@@ -153,3 +153,17 @@ def test_the_dataset_waits_for_the_whole_heal_not_only_the_tables_it_reads(ticks
     assert seen == [{}, {}]
     assert ticks.tick() == {}
     assert ticks.tick() == {"membership": {None}, "questions": {None}}  # one dataset-wide run
+
+
+def test_a_failed_first_build_retried_one_asset_at_a_time_builds_what_it_never_reached(ticks):
+    """A new scan's first run fails at ``cast``, so ``videos`` was never built; ``cast`` retried alone is followed."""
+    ticks.instance.add_dynamic_partitions(SCANS.name, ["c"])
+    FAILING.add("c")
+    assert not ticks.run("c", job=True)
+    assert ticks.tick() == {}  # the tick that sees ``parsed`` of that run: nothing per scan, and a wait
+    assert ticks.tick() == {"membership": {None}, "questions": {None}}
+    assert ticks.run(None)
+    assert ticks.tick() == {}
+    FAILING.clear()
+    assert ticks.run("c", "cast")
+    assert ticks.tick() == {"videos": {"c"}}

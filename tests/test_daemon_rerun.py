@@ -5,8 +5,9 @@ real ``dagster-daemon`` and ``dagster-webserver`` run on it. Through the webserv
 UI's Materialize sends (``launchPipelineExecution`` of ``__ASSET_JOB`` with one asset and the partition tag),
 ``visibility`` of one partition is rebuilt alone. Automation then rebuilds that partition's assets downstream of
 it in one run, and the next release holds the scan (it used to leave it out as stale). Counted by tags: after the
-build no run comes for several automation ticks, and after the rerun exactly one heal run of that partition and one
-dataset-wide run come, then nothing for several ticks more. Every wait polls the instance or the release pointer.
+build no run comes for several automation ticks; after the rerun exactly one heal run of that partition and one
+dataset-wide run come, then nothing for several ticks more; after a whole-scan run of the other partition
+(``scan_job`` from its launchpad, spanning many ticks) only one dataset-wide run comes. Every wait polls the instance or the release pointer.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SCENES, FRAMES = 2, 12
 RERUN_KEY = "synthetic/synth0000_00"
+OTHER_KEY = "synthetic/synth0001_00"
 INTERVAL = 5  # SCAN2QA_SENSOR_INTERVAL: seconds between automation ticks
 QUIET_TICKS = 4  # automation ticks that must pass without a run
 DOWNSTREAM_OF_VISIBILITY = {"object_visibility", "dummy_videos", "qa_candidates", "pinpoint_qa_candidates"}
@@ -57,14 +59,19 @@ def graphql(port: int, query: str, variables: dict | None = None) -> dict:
         return json.loads(response.read())
 
 
-def materialize_from_ui(port: int, asset: str, partition: str) -> str:
-    """What the UI's Materialize on an asset's page sends for one partition; the queued run's id."""
+def materialize_from_ui(port: int, asset: str | None, partition: str) -> str:
+    """What the UI's Materialize on an asset's page sends for one partition (``asset`` None: the launchpad of
+    ``scan_job``, every per-scan asset); the queued run's id."""
+    selector = {"repositoryLocationName": "scan2qa", "repositoryName": "__repository__"}
+    if asset is None:
+        selector["pipelineName"] = "scan_job"
+    else:
+        selector.update(pipelineName="__ASSET_JOB", assetSelection=[{"path": [asset]}])
     params = {
         "mode": "default",
         "runConfigData": {},
         "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition}]},
-        "selector": {"repositoryLocationName": "scan2qa", "repositoryName": "__repository__",
-                     "pipelineName": "__ASSET_JOB", "assetSelection": [{"path": [asset]}]},
+        "selector": selector,
     }
     answer = graphql(port, MATERIALIZE, {"params": params})
     launched = answer["data"]["launchPipelineExecution"]
@@ -205,6 +212,29 @@ def test_a_ui_rerun_of_one_asset_heals_its_partition_and_the_release_holds_it(tm
             [heal] = heals
             assert {key.to_user_string() for key in heal.asset_selection} == DOWNSTREAM_OF_VISIBILITY
             assert {run.tags.get("dagster/sensor_name") for run in runs} == {"dataset_automation"}
+
+            # 4. A whole-scan run (scan_job: no asset selection) spanning many ticks: one dataset-wide run follows,
+            # no per-scan run.
+            before = {run.run_id for run in instance.get_runs()}
+            whole = materialize_from_ui(port, None, OTHER_KEY)
+            assert wait_for(lambda: finished(whole), "the whole-scan run", 900, processes, tmp_path).is_success
+
+            def after_whole():
+                return [run for run in instance.get_runs() if run.run_id not in before | {whole}]
+
+            def settled():
+                runs = after_whole()
+                return runs if runs and all(run.is_finished for run in runs) else None
+
+            wait_for(settled, "the dataset-wide run after the whole-scan run", 900, processes, tmp_path)
+            ticks = automation_ticks(instance)
+            wait_for(lambda: automation_ticks(instance) >= ticks + QUIET_TICKS, f"{QUIET_TICKS} ticks more", 600,
+                     processes, tmp_path)
+            runs = after_whole()
+            assert len(runs) == 1 and "dagster/partition" not in runs[0].tags and runs[0].is_success, [
+                (r.asset_selection, r.tags) for r in runs]
+            latest = latest_release(out)
+            assert released_scans(out, latest) == {RERUN_KEY, OTHER_KEY}
     finally:
         for process in processes.values():
             stop_process_group(process, timeout=60)

@@ -16,8 +16,9 @@ recorded per partition (``record_check_results``): Dagster 1.13 keeps one
 result per check per step, so the step logs each scan's evaluation itself and
 returns the range's verdict as the step's result.
 
-A run of one scan whose step meets a bad scan fails with that scan's one line as the failure's description
-(``assets.run_errors.scan_failure``). A scan of a range that fails (a ``ScanError`` naming its file, or a failed blocking check)
+A run of one scan whose step meets a bad scan fails with that scan's one line
+as the failure's description (``assets.run_errors.scan_failure``). A scan of a
+range that fails (a ``ScanError`` naming its file, or a failed blocking check)
 fails the step after every scan of the range has been tried, with one line per
 failed scan (``BatchFailure``): Dagster records every partition of the run as
 failed, the membership names the scan that broke with its own line and the

@@ -7,7 +7,8 @@ UI's Materialize sends (``launchPipelineExecution`` of ``__ASSET_JOB`` with one 
 it in one run, and the next release holds the scan (it used to leave it out as stale). Counted by tags: after the
 build no run comes for several automation ticks; after the rerun exactly one heal run of that partition and one
 dataset-wide run come, then nothing for several ticks more; after a whole-scan run of the other partition
-(``scan_job`` from its launchpad, spanning many ticks) only one dataset-wide run comes. Every wait polls the instance or the release pointer.
+(``scan_job`` from its launchpad, spanning many ticks) only one dataset-wide run comes. Every wait polls the
+instance or the release pointer.
 """
 
 from __future__ import annotations

@@ -34,12 +34,13 @@ def _decide_suites(*args, **kwargs):
     return decide_suites(*args, **kwargs)
 
 
-ABOVE_PIPELINE = {
+DAGSTER_COMMANDS = {
     "build": Command("discover scans, register partitions and materialize the asset graph", _build),
     "backfill": Command("queue every scan as a Dagster backfill on a deployment (Postgres, Celery)", _backfill),
-    "bench": Command(cli.COMMANDS["bench"].help, _bench),
 }
-COMMANDS = cli.COMMANDS | ABOVE_PIPELINE
+# synth first, then the Dagster commands, then pipeline's in their order, bench with the targets above pipeline.
+COMMANDS = {"synth": cli.COMMANDS["synth"], **DAGSTER_COMMANDS, **cli.COMMANDS,
+            "bench": Command(cli.COMMANDS["bench"].help, _bench)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,12 +26,13 @@ from typing import Any
 
 import dagster as dg
 
+# Recorded by the IO manager too (``resources/parquet_io.py``), which sits below assets: defined in resources.
+from resources.table_metadata import materialization_metadata, path_value, preview  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT_PACKAGES = ("pipeline", "expectations", "assets", "resources")
 OWNERS = ["team:scan2qa"]
 TABLE_KINDS = {"polars", "parquet"}
-PREVIEW_ROWS = 5
-PREVIEW_CELL = 40  # characters per preview cell
 
 
 # --- column schema ------------------------------------------------------------------------------------------------
@@ -258,42 +259,6 @@ def file_asset(module: str, kinds: set[str]) -> dict[str, Any]:
 
 
 # --- per-materialization metadata ---------------------------------------------------------------------------------
-
-
-def _cell(value: Any) -> str:
-    text = str(value).replace("|", "\\|").replace("\n", " ")
-    return text if len(text) <= PREVIEW_CELL else text[: PREVIEW_CELL - 1] + "…"
-
-
-def preview(df, rows: int = PREVIEW_ROWS) -> str:
-    """The first rows of a polars frame as a small Markdown table (long cells cut)."""
-    if df.width == 0:
-        return "(no columns)"
-    head = df.head(rows)
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * df.width]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in head.iter_rows()]
-    if df.height > rows:
-        lines.append(f"\n… {df.height - rows:,} more rows")
-    elif df.height == 0:
-        lines.append("\n(no rows)")
-    return "\n".join(lines)
-
-
-def path_value(path) -> dg.MetadataValue:
-    """A clickable location: a local path, or the URL of an object-store location."""
-    text = str(path)
-    return dg.MetadataValue.url(text) if "://" in text and not text.startswith("file://") else dg.MetadataValue.path(text)
-
-
-def materialization_metadata(table: str, df, path, rows: int | None = None) -> dict[str, Any]:
-    """What the IO manager records per stored table: row count, path, preview and the columns written.
-
-    ``rows``: the table's row count when ``df`` is only its first rows (a table written frame by frame)."""
-    return {
-        "dagster/row_count": dg.MetadataValue.int(df.height if rows is None else rows),
-        "path": path_value(path),
-        "preview": dg.MetadataValue.md(preview(df)),
-    }
 
 
 def link_value(path) -> dg.MetadataValue:

@@ -21,8 +21,16 @@ from assets.scan_batches import (
 )
 from assets.step_config import step_config
 from pipeline.config import Config
+from pipeline.pinpoint.config import PinpointConfig
 from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
+
+
+def pinpoint_config(config: Config) -> PinpointConfig:
+    """PinpointQA thresholds: the defaults with this run's ``pinpointqa`` overrides (validated); read here, above
+    ``pipeline.config``, because the run config sits below the stages whose settings it carries."""
+    return PinpointConfig.from_mapping(config.pinpointqa)
+
 
 PROFILE = "pinpointqa"
 
@@ -77,7 +85,7 @@ def representation_of(
     if PROFILE not in config.profiles:
         return schemas.empty("pinpoint_targets"), schemas.empty("pinpoint_neighbors")
     parsed = partition_geometry(context, config, scans, objects, key)
-    return build_representation(key, objects.filter(pl.col("key") == key), parsed, config=config.pinpoint_config())
+    return build_representation(key, objects.filter(pl.col("key") == key), parsed, config=pinpoint_config(config))
 
 
 @dg.asset(
@@ -106,7 +114,7 @@ def pinpoint_qa_candidates(
         return per_scan(context, "pinpoint_qa_candidates", lambda key: schemas.empty("pinpoint_qa_candidates"))
 
     def questions_of(key: str, targets, neighbors, objects, visibility) -> pl.DataFrame:
-        return generate_questions(key, targets, neighbors, objects, visibility, config=config.pinpoint_config(),
+        return generate_questions(key, targets, neighbors, objects, visibility, config=pinpoint_config(config),
                                   seed=config.seed, budgets=frame_budgets(config))
 
     table = per_scan(context, "pinpoint_qa_candidates", questions_of, targets=pinpoint_targets,
@@ -144,7 +152,7 @@ def pinpoint_qa(
     candidates = pinpoint_qa_candidates.only(built_keys(scan_membership)).read()
     key = build_key(config.output_root, config.storage_options)  # secret: ids and seed ship with the release
     balanced = balance_letters(candidates, seed=config.seed, letters="ABCD", letter_key=key)
-    table = with_splits(balanced, config.pinpoint_config()).sort(["key", "budget", "question_type", "id"])
+    table = with_splits(balanced, pinpoint_config(config)).sort(["key", "budget", "question_type", "id"])
     counts = table.group_by("split", "question_type").len().sort("split", "question_type")
     per_split = {f"{r['split']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
     context.add_output_metadata({"per_split": dg.MetadataValue.json(per_split)})

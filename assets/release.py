@@ -80,11 +80,12 @@ def release(
     scan_membership: pl.DataFrame,
 ) -> dg.MaterializeResult:
     from pipeline.release.build import DATA_DOCS_INDEX, REPORT_INDEX, build_release
+    from expectations.release_gate import release_gate
     from pipeline.release.membership import state_counts
     from pipeline.release.summary import release_summary_md
 
     config = step_config(context, storage, run_config, __name__)
-    outcome = build_release(config, membership=scan_membership)
+    outcome = build_release(config, membership=scan_membership, gate=release_gate)
     manifest = outcome.release.manifest
     context.log.info(f"release {outcome.release.version} written to {outcome.release.path}")
     counts = manifest["row_counts"]

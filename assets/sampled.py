@@ -23,9 +23,10 @@ from resources.storage import StorageResource
 def sampled_benchmarks(
     context: dg.AssetExecutionContext, storage: StorageResource, run_config: RunConfigResource
 ) -> dg.MaterializeResult:
+    from expectations.runner import decide_suites
     from pipeline.sampling.publish import publish_sampled
 
-    published = publish_sampled(step_config(context, storage, run_config, __name__))
+    published = publish_sampled(step_config(context, storage, run_config, __name__), rules=decide_suites)
     for p in published:
         context.log.info(f"sampler {p['sampler']}: {p['questions']} questions written to {p['path']}")
     return dg.MaterializeResult(

@@ -42,7 +42,7 @@ def generate_scans(folder: Path, scenes: int, frames: int) -> None:
     if any(folder.glob("synth*")):
         return
     step(f"generating {scenes} synthetic scans x {frames} frames into {folder}")
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(folder), "--scenes", str(scenes),
+    subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(folder), "--scenes", str(scenes),
                     "--frames", str(frames), "--seed", "0"], check=True)
 
 
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    UI: {cluster.webserver_url} (runs, the backfill, asset partitions)", flush=True)
             step("backfill: every scan through scan_job_celery, then dataset_job_celery")
             started = time.monotonic()
-            result = subprocess.run([sys.executable, "-m", "pipeline.cli", "backfill", "--wait"],
+            result = subprocess.run([sys.executable, "-m", "scan2qa", "backfill", "--wait"],
                                     env=cluster.environment(), cwd=REPO)
             step(f"backfill ended with status {result.returncode} after {time.monotonic() - started:.0f} s")
             release = download_release(cluster, workdir / "release")

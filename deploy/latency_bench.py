@@ -164,7 +164,7 @@ def run_latency_bench(args: argparse.Namespace) -> dict:
     try:
         say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
         say(f"generating {args.scans + 1} synthetic scans x {args.frames} frames")
-        subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(staging),
+        subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(staging),
                         "--scenes", str(args.scans + 1), "--frames", str(args.frames), "--seed", "0"],
                        check=True, capture_output=True, cwd=REPO)
         folders = sorted(p for p in staging.iterdir() if p.is_dir())
@@ -177,7 +177,7 @@ def run_latency_bench(args: argparse.Namespace) -> dict:
         new_key = f"synthetic/{new_folder.name}"
         write_demo_instance(work / "home", default_max_runs())
         say(f"scan2qa build of {args.scans} scans into the demo instance (as make demo)")
-        built = subprocess.run([sys.executable, "-m", "pipeline.cli", "build"], cwd=REPO, env=env,
+        built = subprocess.run([sys.executable, "-m", "scan2qa", "build"], cwd=REPO, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if built.returncode != 0:
             raise RuntimeError("the first scan2qa build failed:\n" + built.stdout[-3000:])

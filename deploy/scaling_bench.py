@@ -91,7 +91,7 @@ def celery_build(name: str, scans_root: Path, work: Path, workers: int, cores: i
         env = cluster.environment()
         print(f"  {name}: scan2qa backfill of {count} scans on {workers} Celery worker(s) ...", file=sys.stderr, flush=True)
         busy0, wall0 = machine_busy_seconds(), time.perf_counter()
-        backfill = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "backfill"], env=env,
+        backfill = subprocess.Popen([sys.executable, "-m", "scan2qa", "backfill"], env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         printed, _ = backfill.communicate()
         if backfill.returncode != 0:
@@ -136,7 +136,7 @@ def run_scaling_bench(args: argparse.Namespace) -> dict:
     try:
         if not any(scans.glob("synth*")):
             print(f"generating {args.scans} synthetic scans x {args.frames} frames", file=sys.stderr, flush=True)
-            subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(scans), "--scenes", str(args.scans),
+            subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(scans), "--scenes", str(args.scans),
                             "--frames", str(args.frames), "--seed", "0"], check=True, capture_output=True)
         results = [
             local_build("serial", scans, work / "serial", 1, cores, args.scans),

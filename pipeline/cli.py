@@ -1,17 +1,22 @@
-"""``scan2qa`` command line.
+"""``scan2qa`` command line: the commands of the domain core.
 
 Each subcommand lives in its own module exposing ``add_arguments(parser)`` and
 ``run(args) -> int``; modules are imported only when their command runs, so
-``scan2qa synth`` never pays for Dagster or Great Expectations imports.
+``scan2qa synth`` never pays for Dagster or Great Expectations imports. The
+commands that drive Dagster (``build``, ``backfill``) and the benches above
+``pipeline`` are added by the entry point one layer up (``scan2qa.py``), which
+calls ``main`` with the full table: this module imports nothing above ``pipeline``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import signal
 import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import ModuleType
 
 from pipeline.errors import (
     ConfigError, OutputUnwritable, ScanError, StorageUnreachable, TableError, unreachable_reason,
@@ -21,26 +26,72 @@ from pipeline.interrupts import Interrupted, stop_on_signals
 # Plain text: argparse prints help verbatim, so no reStructuredText/Markdown markup here.
 DESCRIPTION = "scan2qa: 3D indoor scans to video spatial-reasoning benchmarks (ReVSI, VSI-Bench, PinpointQA)."
 
-# command -> (module, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "synth": ("pipeline.synth.command", "write synthetic scans in a native dataset layout"),
-    "build": ("assets.build", "discover scans, register partitions and materialize the asset graph"),
-    "backfill": ("assets.backfill", "queue every scan as a Dagster backfill on a deployment (Postgres, Celery)"),
-    "bench": ("pipeline.bench.command", "measure throughput against a baseline measured in the same run"),
-    "generate": ("pipeline.qa.generate_command", "questions from ReVSI/VSI-Bench annotation files, without scans"),
-    "answers": ("pipeline.sampling.command", "a benchmark answered for exactly the frames a frame sampler takes"),
-    "stats": ("pipeline.qa.stats", "question counts, answer distributions and baselines per type and budget"),
-    "export": ("pipeline.exports.command", "write a released benchmark in a harness layout"),
-    "eval": ("pipeline.scoring.command", "score a predictions file against a release"),
-    "baseline": ("pipeline.scoring.baselines", "write random/frequency/black/blind baseline predictions"),
+
+@dataclass(frozen=True)
+class Command:
+    help: str
+    load: Callable[[], ModuleType]  # the module with add_arguments and run, imported when the command runs
+
+
+def _synth():
+    from pipeline.synth import command
+    return command
+
+
+def _bench():
+    from pipeline.bench import command
+    return command
+
+
+def _generate():
+    from pipeline.qa import generate_command
+    return generate_command
+
+
+def _answers():
+    from pipeline.sampling import command
+    return command
+
+
+def _stats():
+    from pipeline.qa import stats
+    return stats
+
+
+def _export():
+    from pipeline.exports import command
+    return command
+
+
+def _eval():
+    from pipeline.scoring import command
+    return command
+
+
+def _baseline():
+    from pipeline.scoring import baselines
+    return baselines
+
+
+COMMANDS: dict[str, Command] = {
+    "synth": Command("write synthetic scans in a native dataset layout", _synth),
+    "bench": Command("measure throughput against a baseline measured in the same run", _bench),
+    "generate": Command("questions from ReVSI/VSI-Bench annotation files, without scans", _generate),
+    "answers": Command("a benchmark answered for exactly the frames a frame sampler takes", _answers),
+    "stats": Command("question counts, answer distributions and baselines per type and budget", _stats),
+    "export": Command("write a released benchmark in a harness layout", _export),
+    "eval": Command("score a predictions file against a release", _eval),
+    "baseline": Command("write random/frequency/black/blind baseline predictions", _baseline),
 }
+# Commands the entry point above pipeline adds; named here only to point a caller of ``python -m pipeline.cli`` there.
+ENTRY_POINT_COMMANDS = ("build", "backfill")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Mapping[str, Command] = COMMANDS) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scan2qa", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_text) in COMMANDS.items():
-        sub.add_parser(name, help=help_text, add_help=False)
+    for name, command in commands.items():
+        sub.add_parser(name, help=command.help, add_help=False)
     return parser
 
 
@@ -63,20 +114,21 @@ def object_store_uris(args: argparse.Namespace) -> list[str]:
     return values
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, commands: Mapping[str, Command] = COMMANDS) -> int:
     from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        parser = build_parser()
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
+        parser = build_parser(commands)
         if argv and argv[0] not in ("-h", "--help"):
             parser.print_usage(sys.stderr)
-            print(f"scan2qa: unknown command {argv[0]!r}", file=sys.stderr)
+            hint = f" (it drives Dagster: run `scan2qa {argv[0]}`)" if argv[0] in ENTRY_POINT_COMMANDS else ""
+            print(f"scan2qa: unknown command {argv[0]!r}{hint}", file=sys.stderr)
             return 2
         parser.print_help()
         return 0
     name = argv[0]
-    module = importlib.import_module(COMMANDS[name][0])
-    parser = argparse.ArgumentParser(prog=f"scan2qa {name}", description=COMMANDS[name][1])
+    module = commands[name].load()
+    parser = argparse.ArgumentParser(prog=f"scan2qa {name}", description=commands[name].help)
     module.add_arguments(parser)
     args = parser.parse_args(argv[1:])
     try:

@@ -17,7 +17,6 @@ import yaml
 
 from pipeline.config_files import build_dataclass, read_yaml_mapping
 from pipeline.errors import ConfigError
-from pipeline.pinpoint.config import PinpointConfig
 
 
 VISIBILITY_CASTS = ("adaptive", "full")
@@ -117,10 +116,6 @@ class Config:
     @property
     def verdicts_path(self) -> str:
         return self.reviews_path or f"{self.output_root.rstrip('/')}/reviews/verdicts.csv"
-
-    def pinpoint_config(self):
-        """PinpointQA thresholds: the defaults with this run's ``pinpointqa`` overrides (validated)."""
-        return PinpointConfig.from_mapping(self.pinpointqa)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

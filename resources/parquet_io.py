@@ -27,6 +27,7 @@ from upath import UPath
 
 from pipeline.storage import read_table, release_freed_memory, upath, write_frames, write_table
 from pipeline.table_scan import ScanTables, TableFrames, TableParts, existing
+from resources.table_metadata import materialization_metadata
 
 
 def _table_name(asset_key: dg.AssetKey) -> str:
@@ -59,8 +60,6 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             self._write_scans(context, obj)
             return
         if isinstance(obj, TableFrames):
-            from assets.catalog import materialization_metadata
-
             table = _table_name(context.asset_key)
             path = self.table_path(table, context.asset_partition_key if context.has_asset_partitions else None)
             rows, head = write_frames(path, table, obj.frames)
@@ -74,8 +73,6 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         write_table(path, table, obj)
         if partition_key is None:  # a dataset-wide table: its write's buffers would stay for the next steps
             release_freed_memory()
-        from assets.catalog import materialization_metadata
-
         context.add_output_metadata(materialization_metadata(table, obj, path))
 
     def _write_scans(self, context: dg.OutputContext, tables: ScanTables) -> None:

@@ -13,9 +13,10 @@ def small_release(out):
     """``build_release`` over the quality-gate test tables, into ``out``; the outcome names report and Data Docs."""
     from pipeline.config import Config
     from pipeline.release.build import build_release
+    from expectations.release_gate import release_gate
     from tests.test_quality_gate import _tables
 
-    return build_release(Config(output_root=str(out)), tables=_tables())
+    return build_release(Config(output_root=str(out)), tables=_tables(), gate=release_gate)
 
 
 def synthetic_release(work):
@@ -37,7 +38,7 @@ def synthetic_release(work):
     env = {**os.environ, "DAGSTER_HOME": str(home), "SOURCE_DATE_EPOCH": "1796083200", "SCAN2QA_WORKERS": "1"}
     for args in (["synth", "--out", str(scans), "--scenes", "1", "--frames", "40", "--seed", "0", "--workers", "1"],
                  ["build", "--scans", str(scans), "--out", str(out), "--workers", "1"]):
-        done = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=root, env=env, capture_output=True,
+        done = subprocess.run([sys.executable, "-m", "scan2qa", *args], cwd=root, env=env, capture_output=True,
                               text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return (out / "releases" / "latest").resolve()

@@ -26,7 +26,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.cli import main
+from scan2qa import main
 from pipeline.config import Config, load_config
 from pipeline.errors import ScanError
 from pipeline.scene.discovery import discover
@@ -120,7 +120,7 @@ def watch(event, args):
             touched.append(path)
 
 sys.addaudithook(watch)
-from pipeline.cli import main
+from scan2qa import main
 status = main(sys.argv[2:])
 print("READ-OUTSIDE-ROOT: " + json.dumps(sorted(set(touched))), flush=True)
 sys.exit(status)

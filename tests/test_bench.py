@@ -5,7 +5,7 @@ import json
 import numpy as np
 
 from pipeline.bench import command as bench
-from pipeline.cli import main
+from scan2qa import main
 
 
 def test_synthetic_room_reaches_triangle_target_with_many_objects():
@@ -46,8 +46,8 @@ def test_discovery_bench_times_an_existing_root(tmp_path, capsys):
 
 
 def test_build_bench_is_registered_and_fits_cost_per_frame():
-    from pipeline.bench.build import fit
-    from pipeline.bench.command import BENCHES
+    from benches.build import fit
+    from benches.command import BENCHES
 
     assert "build" in BENCHES
     assert fit([100, 300, 300], [3.0, 7.0, 7.0]) == {"a_cpu_s": 1.0, "b_cpu_ms_per_frame": 20.0}
@@ -57,7 +57,7 @@ def test_build_bench_is_registered_and_fits_cost_per_frame():
 def test_build_bench_splits_cpu_per_step_and_compares_every_file(tmp_path):
     from types import SimpleNamespace
 
-    from pipeline.bench.build import StepTimer, compare_files, format_result, summarize
+    from benches.build import StepTimer, compare_files, format_result, summarize
 
     timer = StepTimer()
 

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from pipeline import schemas
-from pipeline.cli import main
+from scan2qa import main
 from pipeline.qa.constant_bound import keep_under_ceiling, lp_upper_bound
 from pipeline.qa.distribution import content_frequency, control_distribution, control_group
 from pipeline.qa.duplicates import drop_near_duplicates

@@ -39,7 +39,7 @@ def test_suites_accept_exactly_the_configured_budgets():
 
 @pytest.mark.slow  # a 150-frame scan built end to end (ray cast, 5 videos, the gate): 158 s on 2 shared, busy cores
 def test_a_fourth_budget_in_config_works_end_to_end(tmp_path, monkeypatch):
-    from pipeline.cli import main
+    from scan2qa import main
     from tests.scannet_factory import make_box_room
 
     monkeypatch.delenv("DAGSTER_HOME", raising=False)

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from plyfile import PlyData
 
-from pipeline.cli import main
+from scan2qa import main
 from tests.real_scans import BREAKERS, break_nan_alignment, scene_graph_only, write_scan
 
 NAN_ALIGNMENT = "synth0001_00.txt: axisAlignment has 16 values, expected 16 finite numbers"

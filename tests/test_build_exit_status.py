@@ -29,7 +29,7 @@ def test_a_build_with_a_failing_scan_never_aborts(tmp_path):
     statuses = []
     for attempt in range(BUILDS):
         done = subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", "build", "--scans", str(scans), "--out",
+            [sys.executable, "-m", "scan2qa", "build", "--scans", str(scans), "--out",
              str(tmp_path / f"out{attempt}"), "--workers", "1"],
             cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
             capture_output=True, text=True, timeout=600,

@@ -58,7 +58,7 @@ def running(pid: int) -> bool:
 def interrupted_build(scans: Path, out: Path, signum: int, workers: int) -> tuple[int, str, set[int]]:
     """Start a build, signal it once a scan is inside ``visibility``; returns (status, output, its processes)."""
     build = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "build", "--scans", str(scans), "--out", str(out),
+        [sys.executable, "-m", "scan2qa", "build", "--scans", str(scans), "--out", str(out),
          "--workers", str(workers)],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, start_new_session=True,
@@ -102,7 +102,7 @@ def test_a_signal_stops_the_build_and_publishes_nothing(tmp_path, scans, signum,
     assert_nothing_left(processes)
     if signum == signal.SIGINT and workers == 2:  # the next build starts again and completes every scan
         done = subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", "build", "--scans", str(scans), "--out", str(out), "--workers", "2"],
+            [sys.executable, "-m", "scan2qa", "build", "--scans", str(scans), "--out", str(out), "--workers", "2"],
             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=900,
         )
         assert done.returncode == 0, done.stdout + done.stderr

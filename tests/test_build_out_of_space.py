@@ -41,7 +41,7 @@ def small_disk(tmp_path) -> Path:
 
 def build(scans: Path, out: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "build", "--scans", str(scans), "--out", str(out), "--workers", "1"],
+        [sys.executable, "-m", "scan2qa", "build", "--scans", str(scans), "--out", str(out), "--workers", "1"],
         cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(scans.parent)},
         capture_output=True, text=True, timeout=600,
     )

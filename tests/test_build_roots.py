@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.cli import main
+from scan2qa import main
 
 
 def test_a_missing_scans_root_says_it_does_not_exist(tmp_path, capsys):

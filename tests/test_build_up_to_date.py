@@ -18,7 +18,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipeline.cli import main
+from scan2qa import main
 from tests.real_scans import write_scan
 
 pytestmark = pytest.mark.slow  # four in-process builds of two tiny scans: about two minutes on 2 busy cores
@@ -79,7 +79,7 @@ def test_an_up_to_date_build_says_so_and_builds_nothing(tmp_path, monkeypatch, c
     # location is imported, so this build runs in a process of its own, as every scan2qa build does.
     changed = tmp_path / "changed.yaml"
     changed.write_text(f"scans_root: {scans}\noutput_root: {out}\nvisibility:\n  fraction_threshold: 0.2\n")
-    fourth = subprocess.run([sys.executable, "-m", "pipeline.cli", "build", "--config", str(changed), "--workers", "1"],
+    fourth = subprocess.run([sys.executable, "-m", "scan2qa", "build", "--config", str(changed), "--workers", "1"],
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
                             timeout=600)
     assert fourth.returncode == 0, fourth.stdout + fourth.stderr

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from scan2qa import main
 from tests.real_scans import break_nan_alignment, write_scan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +94,7 @@ def children(pid: int) -> list[int]:
 def test_a_killed_worker_process_costs_a_rerun_not_the_build(tmp_path, scans):
     out = tmp_path / "out"
     env = {**os.environ, "SCAN2QA_WORKERS": "2"}
-    build = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "build", "--scans", str(scans), "--out", str(out)],
+    build = subprocess.Popen([sys.executable, "-m", "scan2qa", "build", "--scans", str(scans), "--out", str(out)],
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120
     victims: list[int] = []

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def scan2qa(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "scan2qa", *argv], cwd=ROOT, capture_output=True, text=True,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}, timeout=300)
 
 

@@ -42,7 +42,7 @@ def require_services() -> None:
 
 
 def scan2qa(*args: str, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", *args], env=env, cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "scan2qa", *args], env=env, cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -133,7 +133,7 @@ def test_backfill_on_celery_survives_a_killed_worker_and_matches_a_local_build(t
     from pipeline.storage import upath
 
     scans = tmp_path / "scans"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(scans), "--scenes", str(SCENES),
+    subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(scans), "--scenes", str(SCENES),
                     "--frames", str(FRAMES), "--seed", "0"], check=True, capture_output=True)
     cluster.upload(scans, "scans")
     cluster.extra_env["SCAN2QA_CELERY_VISIBILITY_TIMEOUT"] = str(VISIBILITY_TIMEOUT)
@@ -172,7 +172,7 @@ def test_worker_that_cannot_reach_the_bucket_fails_its_step_naming_the_uri(tmp_p
     import dagster as dg
 
     scans = tmp_path / "scans"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(scans), "--scenes", "1",
+    subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(scans), "--scenes", "1",
                     "--frames", "20", "--seed", "0"], check=True, capture_output=True)
     cluster.upload(scans, "scans")
     closed = f"http://127.0.0.1:{cluster.ports['s3'] + 1 if cluster.ports['s3'] < 65535 else 1}"

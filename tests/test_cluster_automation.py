@@ -56,7 +56,7 @@ MESH = "synth0001_00/synth0001_00_vh_clean_2.ply"  # BROKEN's mesh, under the sc
 def scans(tmp_path):
     """The synthetic scans, made before the stack starts (the test's clock starts when they land in the bucket)."""
     folder = tmp_path / "scans"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(folder), "--scenes", str(SCENES),
+    subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(folder), "--scenes", str(SCENES),
                     "--frames", str(FRAMES), "--seed", "0"], check=True, capture_output=True)
     return folder
 

@@ -30,7 +30,7 @@ def test_a_backfill_of_scan_ranges_releases_the_good_scans_and_names_the_bad_one
     from assets.batch_rerun import RERUN_OF_TAG
 
     scans = tmp_path / "scans"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(scans), "--scenes", "4",
+    subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(scans), "--scenes", "4",
                     "--frames", "20", "--seed", "0"], check=True, capture_output=True)
     scene_id = BROKEN.split("/")[1]
     (scans / scene_id / f"{scene_id}_vh_clean_2.ply").write_bytes(b"ply\nformat binary_little_endian 1.0\n")

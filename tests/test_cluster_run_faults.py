@@ -55,7 +55,7 @@ def cluster(tmp_path):
 
 def start_backfill(tmp_path, cluster: LocalCluster, monkeypatch) -> subprocess.Popen:
     scans = tmp_path / "scans"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(scans), "--scenes", str(SCENES),
+    subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(scans), "--scenes", str(SCENES),
                     "--frames", str(FRAMES), "--seed", "0"], check=True, capture_output=True)
     cluster.upload(scans, "scans")
     cluster.extra_env["SCAN2QA_MAX_CONCURRENT_RUNS"] = str(CONCURRENT_RUNS)

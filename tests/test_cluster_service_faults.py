@@ -42,7 +42,7 @@ REDIS_DOWN_S, POSTGRES_DOWN_S = 20, 15
 def cluster(tmp_path, monkeypatch):
     require_services()
     scans = tmp_path / "scans"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(scans), "--scenes", str(SCENES),
+    subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(scans), "--scenes", str(SCENES),
                     "--frames", str(FRAMES), "--seed", "0"], check=True, capture_output=True)
     with LocalCluster(tmp_path / "stack") as running:
         running.start_storage()

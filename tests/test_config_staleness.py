@@ -19,7 +19,7 @@ import dagster as dg
 import pytest
 
 from assets.catalog import CONFIG_READ, asset_version
-from pipeline.cli import main
+from scan2qa import main
 from resources.run_config import RunConfigResource
 from tests.real_scans import write_scan
 

@@ -169,7 +169,7 @@ def test_sensor_and_automation_alone_publish_exclude_and_restore(tmp_path, daemo
     import dagster as dg
 
     staging = tmp_path / "staging"
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(staging), "--scenes", str(SCENES),
+    subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(staging), "--scenes", str(SCENES),
                     "--frames", str(FRAMES), "--seed", "0"], check=True, capture_output=True, cwd=REPO)
     shutil.copytree(staging, tmp_path / "scans")
     monkeypatch.setenv("DAGSTER_HOME", daemon_env["DAGSTER_HOME"])

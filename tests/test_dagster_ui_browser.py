@@ -48,7 +48,7 @@ def demo(tmp_path_factory):
     write_scan(scans, "synth0000_00", objects=3, frames=3)
     write_scan(scans, "synth0002_00", objects=4, frames=3)
     env = {**os.environ, "DAGSTER_HOME": str(home), "SCAN2QA_SCANS": str(scans), "SCAN2QA_OUT": str(out)}
-    build = subprocess.run([sys.executable, "-m", "pipeline.cli", "build", "--scans", str(scans), "--out", str(out),
+    build = subprocess.run([sys.executable, "-m", "scan2qa", "build", "--scans", str(scans), "--out", str(out),
                             "--workers", "1"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert build.returncode == 0, build.stdout + build.stderr
     assert "summary: 2 ok, 0 failed" in build.stdout

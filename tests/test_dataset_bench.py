@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from pipeline import schemas
-from pipeline.bench import dataset as dataset_bench
+from benches import dataset as dataset_bench
 from pipeline.frames.dummy_videos import dummy_video_id, dummy_video_path
 from pipeline.qa import generate_candidates
 from pipeline.storage import read_table, upath, write_table
@@ -117,7 +117,7 @@ def test_sources_whose_id_prefixes_collide_are_refused(tmp_path):
 @pytest.mark.slow
 def test_bench_command_builds_real_sources(tmp_path, capsys):
     """The command as README runs it, on real synthetic sources: more scans than one batch of the qa step."""
-    from pipeline.cli import main
+    from scan2qa import main
     from pipeline.qa.finalize import FILES_PER_BATCH
 
     scans = FILES_PER_BATCH + 20

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipeline.cli import main
+from scan2qa import main
 from pipeline.exports.pinpointqa import export_pinpointqa
 from pipeline.exports.revsi import export_revsi
 from pipeline.exports.vlmevalkit import export_vlmevalkit

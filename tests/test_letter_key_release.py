@@ -12,7 +12,7 @@ import stat
 
 import pytest
 
-from pipeline.cli import main
+from scan2qa import main
 from pipeline.qa.letter_key import ENV_VAR, LetterKey
 from pipeline.synth.scannet_writer import write_scannet
 from pipeline.synth.scene import generate_scene

@@ -185,7 +185,7 @@ def test_generate_writes_its_key_beside_out_and_reproduces_with_it(fixtures_dir,
     annotations = fixtures_dir / "revsi"
 
     def generate(out, *extra):
-        cmd = [sys.executable, "-m", "pipeline.cli", "generate", "--annotations", str(annotations), "--out", str(out)]
+        cmd = [sys.executable, "-m", "scan2qa", "generate", "--annotations", str(annotations), "--out", str(out)]
         done = subprocess.run([*cmd, *extra], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr
         return done.stdout

@@ -85,6 +85,8 @@ def test_product_modules_do_not_import(forbidden):
     for name, path in known.items():
         if name.startswith("pipeline.bench"):
             continue  # benches measure whole builds, Dagster included (imported lazily, inside the measurement)
+        if name == "pipeline.cli":
+            continue  # the command line loads ``scan2qa bench``'s module when that command runs
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.Import):

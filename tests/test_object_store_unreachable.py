@@ -42,7 +42,7 @@ def aws_env(endpoint: str | None, credentials: bool) -> dict[str, str]:
 
 
 def scan2qa(cwd: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "scan2qa", *argv], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)
 
 

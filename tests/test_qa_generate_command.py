@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.cli import main
+from scan2qa import main
 from pipeline.storage import read_table, upath
 
 

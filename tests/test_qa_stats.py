@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pipeline import schemas
-from pipeline.cli import main
+from scan2qa import main
 from pipeline.qa.stats import compute_stats
 from pipeline.storage import upath, write_table
 

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from pipeline import schemas
-from pipeline.cli import main
+from scan2qa import main
 from pipeline.geometry.footprint import box_footprint
 from pipeline.qa import generate_from_annotations
 from pipeline.qa.distribution import best_constant_score, control_distribution, control_group, drops_path

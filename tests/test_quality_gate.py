@@ -231,11 +231,12 @@ BREAKAGES = {
 def test_each_breakage_blocks_the_release_naming_its_expectation(rule, tmp_path):
     from pipeline.config import Config
     from pipeline.release.build import ReleaseBlocked, build_release
+    from expectations.release_gate import release_gate
 
     tables = _tables()
     BREAKAGES[rule](tables)
     with pytest.raises(ReleaseBlocked) as blocked:
-        build_release(Config(output_root=str(tmp_path)), tables=tables)
+        build_release(Config(output_root=str(tmp_path)), tables=tables, gate=release_gate)
     assert rule in str(blocked.value)
     assert not (tmp_path / "releases" / "LATEST").exists()
 

@@ -120,6 +120,7 @@ def test_each_breakage_fails_its_rule_in_the_gate_and_in_the_asset_check(rule):
 def test_a_broken_record_blocks_the_release(rule, tmp_path):
     from pipeline.config import Config
     from pipeline.release.build import ReleaseBlocked, build_release
+    from expectations.release_gate import release_gate
 
     out = tmp_path / "out"
     tables = _record_tables()
@@ -130,7 +131,7 @@ def test_a_broken_record_blocks_the_release(rule, tmp_path):
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_bytes(b"stand-in video")
     with pytest.raises(ReleaseBlocked) as blocked:
-        build_release(Config(output_root=str(out)), tables=tables)
+        build_release(Config(output_root=str(out)), tables=tables, gate=release_gate)
     assert rule in str(blocked.value)
     assert not (out / "releases" / "LATEST").exists()
 

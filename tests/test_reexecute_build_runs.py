@@ -53,9 +53,9 @@ def test_build_runs_are_runs_of_the_code_location_jobs_and_re_execute(tmp_path, 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_", "SCAN2QA_"))}
     env.update({"DAGSTER_HOME": str(home), "SCAN2QA_WORKERS": "1", "SCAN2QA_SCANS": str(tmp_path / "scans"),
                 "SCAN2QA_OUT": str(tmp_path / "out"), "GX_ANALYTICS_ENABLED": "false"})
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(tmp_path / "scans"), "--scenes", "1",
+    subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(tmp_path / "scans"), "--scenes", "1",
                     "--frames", "12", "--seed", "0"], check=True, capture_output=True, cwd=REPO, env=env)
-    build = subprocess.run([sys.executable, "-m", "pipeline.cli", "build", "--scans", str(tmp_path / "scans"),
+    build = subprocess.run([sys.executable, "-m", "scan2qa", "build", "--scans", str(tmp_path / "scans"),
                             "--out", str(tmp_path / "out")], capture_output=True, text=True, cwd=REPO, env=env)
     assert "summary: 1 ok, 0 failed" in build.stdout, build.stdout + build.stderr
 

@@ -66,10 +66,11 @@ def test_bad_verdict_names_file_and_line(tmp_path):
 def test_gated_release_writes_report_docs_manifest_and_blocks_on_failure(tmp_path):
     from pipeline.config import Config
     from pipeline.release.build import ReleaseBlocked, build_release
+    from expectations.release_gate import release_gate
     from tests.test_quality_gate import _tables
 
     config = Config(output_root=str(tmp_path / "out"))
-    outcome = build_release(config, tables=_tables())
+    outcome = build_release(config, tables=_tables(), gate=release_gate)
     assert outcome.report.exists() and outcome.data_docs.exists()
     html = outcome.report.read_text()
     assert "object_rel_distance_closest" in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
@@ -79,7 +80,7 @@ def test_gated_release_writes_report_docs_manifest_and_blocks_on_failure(tmp_pat
     broken = _tables()
     broken["qa"] = broken["qa"].with_columns(pl.lit("Z").alias("ground_truth"))
     with pytest.raises(ReleaseBlocked, match="qa.answer_in_options"):
-        build_release(config, tables=broken)
+        build_release(config, tables=broken, gate=release_gate)
     assert latest_release(tmp_path / "out" / "releases") == outcome.release.version
 
 
@@ -111,13 +112,14 @@ def test_no_built_scan_publishes_nothing(tmp_path):
     release stays latest (a release of no scan would replace a good one with nothing)."""
     from pipeline.config import Config
     from pipeline.release.build import ReleaseBlocked, build_release
+    from expectations.release_gate import release_gate
     from pipeline.release.membership import ScanState, membership_table
     from tests.test_quality_gate import _tables
 
     config = Config(output_root=str(tmp_path / "out"))
-    good = build_release(config, tables=_tables())
+    good = build_release(config, tables=_tables(), gate=release_gate)
     membership = membership_table([ScanState("a/1", "stale", "visibility was built again"),
                                    ScanState("b/2", "failed", "b/2: mesh.ply: truncated")])
     with pytest.raises(ReleaseBlocked, match=r"no scan may be released \(1 failed, 1 stale\): nothing published"):
-        build_release(config, membership=membership)
+        build_release(config, membership=membership, gate=release_gate)
     assert latest_release(tmp_path / "out" / "releases") == good.release.version

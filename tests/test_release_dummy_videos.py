@@ -7,6 +7,7 @@ import polars as pl
 from pipeline import schemas
 from pipeline.config import Config
 from pipeline.release.build import build_release
+from expectations.release_gate import release_gate
 from pipeline.storage import read_table, upath
 from tests.test_quality_gate import _tables
 
@@ -39,7 +40,7 @@ def test_released_dummy_rows_name_shipped_videos(tmp_path):
     for rel in ("v.mp4", PLAYED, UNPLAYED):
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_bytes(b"stand-in video")
-    outcome = build_release(Config(output_root=str(out)), tables=tables)
+    outcome = build_release(Config(output_root=str(out)), tables=tables, gate=release_gate)
     release = outcome.release.path
     released = read_table(upath(release / "tables" / "dummy_videos.parquet"), "dummy_videos")
     assert released.height == 2 and set(released["path"]) == {PLAYED}

@@ -30,8 +30,9 @@ def _out_root(tmp_path) -> Config:
 
 def test_the_report_opens_with_the_scans_left_out(tmp_path):
     from pipeline.release.build import build_release
+    from expectations.release_gate import release_gate
 
-    outcome = build_release(_out_root(tmp_path), membership=_membership())
+    outcome = build_release(_out_root(tmp_path), membership=_membership(), gate=release_gate)
     page = outcome.report.read_text()
     body = page[page.index("<body>"):]
     first = body[: body.index("<h2>")]  # everything above the first section
@@ -44,8 +45,9 @@ def test_the_report_opens_with_the_scans_left_out(tmp_path):
 
 def test_a_complete_release_has_no_exclusion_lines(tmp_path):
     from pipeline.release.build import build_release
+    from expectations.release_gate import release_gate
 
-    outcome = build_release(_out_root(tmp_path), membership=membership_table([ScanState(KEY, "built")]))
+    outcome = build_release(_out_root(tmp_path), membership=membership_table([ScanState(KEY, "built")]), gate=release_gate)
     page = outcome.report.read_text()
     assert "Partial release" not in page and 'id="excluded-scans"' not in page
     assert "12 questions over 1 scans." in page

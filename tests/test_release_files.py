@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import polars as pl
 import pytest
 
-from pipeline.cli import main
+from scan2qa import main
 from pipeline.release.atomic import _locked_staging, remove_abandoned_staging, write_release
 from pipeline.synth.scannet_writer import write_scannet
 from pipeline.synth.scene import generate_scene
@@ -181,7 +181,7 @@ def test_staging_of_a_live_build_is_left_alone(tmp_path):
 
 def test_release_ships_the_answer_distribution_record_that_stats_reads(built, capsys):
     """The control's record travels with the release, so ``scan2qa stats`` on a release says what was dropped."""
-    from pipeline.cli import main
+    from scan2qa import main
 
     tables = built.release / "tables"
     assert (tables / "qa_distribution_drops.parquet").is_file()

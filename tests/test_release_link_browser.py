@@ -49,7 +49,7 @@ def served_demo(tmp_path_factory):
     env = {**os.environ, "DAGSTER_HOME": str(home), "SCAN2QA_SCANS": str(scans), "SCAN2QA_OUT": str(out),
            "SCAN2QA_RELEASE_URL": f"http://127.0.0.1:{http_port}"}
     try:
-        build = subprocess.run([sys.executable, "-m", "pipeline.cli", "build", "--scans", str(scans), "--out", str(out),
+        build = subprocess.run([sys.executable, "-m", "scan2qa", "build", "--scans", str(scans), "--out", str(out),
                                 "--workers", "1"], cwd=ROOT, env=env, capture_output=True, text=True)
         assert build.returncode == 0, build.stdout + build.stderr
         yield env, http_port

@@ -8,6 +8,7 @@ import pytest
 from pipeline import storage
 from pipeline.config import Config
 from pipeline.release.build import build_release, collect_tables
+from expectations.release_gate import release_gate
 from pipeline.release.report import without_stamp
 from tests.test_quality_gate import _tables
 
@@ -31,8 +32,8 @@ def test_streamed_release_is_the_in_memory_release(tmp_path, monkeypatch, verdic
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
     streamed_config = _root(tmp_path, "streamed", verdicts)
     whole_config = _root(tmp_path, "whole", verdicts)
-    streamed = build_release(streamed_config)
-    whole = build_release(whole_config, tables=collect_tables(whole_config))
+    streamed = build_release(streamed_config, gate=release_gate)
+    whole = build_release(whole_config, tables=collect_tables(whole_config), gate=release_gate)
     assert streamed.release.version == whole.release.version
     for table in sorted((whole.release.path / "tables").iterdir()):
         assert (streamed.release.path / "tables" / table.name).read_bytes() == table.read_bytes(), table.name

@@ -66,6 +66,7 @@ def test_a_verdict_in_the_bucket_rejects_a_question(tmp_path, s3_bucket):
     """The output root is ``s3://``: the verdicts file there is read like a local one (it used to read 0 rows)."""
     from pipeline.config import Config
     from pipeline.release.build import build_release
+    from expectations.release_gate import release_gate
 
     out = s3_bucket.uri("out")
     upath(f"{out}/reviews/verdicts.csv", s3_bucket.options).write_text(
@@ -74,7 +75,7 @@ def test_a_verdict_in_the_bucket_rejects_a_question(tmp_path, s3_bucket):
     config = Config(output_root=out, storage_options=s3_bucket.options)
     seen = verdicts_fingerprint(config.verdicts_path, config.storage_options)  # what the observation records
     assert seen["exists"] and seen["rows"] == 2 and seen["version"] != "absent"
-    outcome = build_release(config, tables=_tables())
+    outcome = build_release(config, tables=_tables(), gate=release_gate)
     assert outcome.rejected == ["q3"]
     released = upath(f"{outcome.release.path}/tables/qa.parquet", s3_bucket.options)
     assert "q3" not in pl.read_parquet(released.read_bytes())["id"].to_list()
@@ -134,16 +135,17 @@ def test_churn_counts_kept_new_and_gone_per_type():
 def test_the_report_and_manifest_list_every_verdict_and_the_churn(tmp_path):
     from pipeline.config import Config
     from pipeline.release.build import build_release
+    from expectations.release_gate import release_gate
 
     config = Config(output_root=str(tmp_path / "out"))
-    first = build_release(config, tables=_tables(6))
+    first = build_release(config, tables=_tables(6), gate=release_gate)
     assert previous_release_qa(config.releases_root)[0] == first.release.version
     reviews = tmp_path / "out" / "reviews"
     reviews.mkdir()
     (reviews / "verdicts.csv").write_text(
         HEADER + "q1,reject,<b>answer</b> is wrong,ann\nq2,accept,,bob\nnot-an-id,reject,,bob\n"
     )
-    second = build_release(config, tables=_tables(8))
+    second = build_release(config, tables=_tables(8), gate=release_gate)
     manifest = json.loads((second.release.path / "manifest.json").read_text())
     assert [v["qa_id"] for v in manifest["checks"]["verdicts_applied"]] == ["q1", "q2"]
     assert manifest["checks"]["verdicts_not_applied"] == [

@@ -14,7 +14,7 @@ import pytest
 
 from assets.partitions import REGISTERED_SCANS, gone_from_root, registered_scans_version
 from assets.sensors import scan_discovery
-from pipeline.cli import main
+from scan2qa import main
 from tests.real_scans import write_scan
 from tests.test_discovery_sensor import LocalRoot, storage_for
 

@@ -10,6 +10,7 @@ import pytest
 from pipeline import schemas
 from pipeline.config import Config
 from pipeline.release.build import build_release
+from expectations.release_gate import release_gate
 from pipeline.storage import upath
 from pipeline.frames.budgets import frame_budgets
 from pipeline.frames.video_paths import budget_video_path
@@ -46,7 +47,7 @@ def _images(html: str) -> int:
 def test_gallery_shows_frames_from_local_videos(tmp_path):
     out = tmp_path / "out"
     write_video(out / VIDEO, frames=FRAMES)
-    outcome = build_release(Config(output_root=str(out)), tables=_gallery_tables())
+    outcome = build_release(Config(output_root=str(out)), tables=_gallery_tables(), gate=release_gate)
     assert _images(outcome.report.read_text()) > 0
 
 
@@ -54,7 +55,7 @@ def test_gallery_shows_frames_from_videos_on_s3(tmp_path, s3_bucket):
     local = write_video(tmp_path / "video.mp4", frames=FRAMES)
     root = f"s3://{s3_bucket.name}/out"
     upath(f"{root}/{VIDEO}", s3_bucket.options).write_bytes(local.read_bytes())
-    outcome = build_release(Config(output_root=root, storage_options=s3_bucket.options), tables=_gallery_tables())
+    outcome = build_release(Config(output_root=root, storage_options=s3_bucket.options), tables=_gallery_tables(), gate=release_gate)
     html = upath(str(outcome.report), s3_bucket.options).read_text()
     assert _images(html) > 0
 
@@ -63,7 +64,7 @@ def test_gallery_shows_frames_from_videos_on_s3(tmp_path, s3_bucket):
 def test_gallery_without_the_video_lists_the_question(tmp_path, s3_bucket, on_s3):
     root = f"s3://{s3_bucket.name}/empty" if on_s3 else str(tmp_path / "out")
     options = s3_bucket.options if on_s3 else None
-    outcome = build_release(Config(output_root=root, storage_options=options or {}), tables=_gallery_tables())
+    outcome = build_release(Config(output_root=root, storage_options=options or {}), tables=_gallery_tables(), gate=release_gate)
     html = upath(str(outcome.report), options).read_text()
     assert _images(html) == 0 and "video is not available" in html
 

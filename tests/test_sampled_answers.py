@@ -21,6 +21,7 @@ from pipeline.frames.budgets import ALL, sample_frames
 from pipeline.frames.video import VideoFrameSource, write_video
 from pipeline.frames.video_paths import budget_video_path
 from pipeline.qa import finalize_qa, generate_candidates
+from expectations.runner import decide_suites
 from pipeline.sampling.command import build_sampled, outcome_counts
 from pipeline.sampling.spec import parse_sampler
 from pipeline.scene.tables import scene_tables
@@ -98,7 +99,7 @@ def test_uniform_answers_equal_the_budget_answers_where_frames_coincide(release,
     root, key, tables = release
     budget_frames = tables["frame_samples"].filter(pl.col("budget") == budget).sort("rank")["frame_index"].to_list()
     for spec in (budget, f"uniform:{budget}"):
-        bench, meta = build_sampled(root, spec, tmp_path / spec.replace(":", "_"), videos=False)
+        bench, meta = build_sampled(root, spec, tmp_path / spec.replace(":", "_"), videos=False, rules=decide_suites)
         assert meta["checks"]["success"], meta["checks"]
         frames = bench.frame_samples.sort("rank")["frame_index"].to_list()
         if frames != budget_frames:
@@ -124,7 +125,7 @@ def test_every_frame_equals_the_all_frame_answers(release, tmp_path):
     n = tables["frame_samples"].filter(pl.col("budget") == ALL).height
     path = tmp_path / "every.json"
     path.write_text(json.dumps({key: list(range(n))}))
-    bench, meta = build_sampled(root, f"indices:{path}", tmp_path / "every", videos=False)
+    bench, meta = build_sampled(root, f"indices:{path}", tmp_path / "every", videos=False, rules=decide_suites)
     all_frame = tables["qa"].filter(pl.col("budget") == ALL)
     assert bench.qa.height == all_frame.height
     assert bench.outcomes["outcome"].unique().to_list() == ["stays"]
@@ -135,7 +136,7 @@ def test_every_frame_equals_the_all_frame_answers(release, tmp_path):
 def test_sampled_benchmark_tables_videos_and_validity(release, tmp_path, spec):
     root, key, tables = release
     out = tmp_path / "out"
-    bench, meta = build_sampled(root, spec, out)
+    bench, meta = build_sampled(root, spec, out, rules=decide_suites)
     assert meta["checks"]["success"], meta["checks"]
     sampler = parse_sampler(spec, frame_budgets(Config()))
     n = tables["frame_samples"].filter(pl.col("budget") == ALL).height
@@ -161,7 +162,7 @@ def test_sampled_benchmark_tables_videos_and_validity(release, tmp_path, spec):
 
 
 def test_export_adds_a_sampler_config_the_task_folder_loads_and_eval_scores_it(release, tmp_path, capsys):
-    from pipeline.cli import main
+    from scan2qa import main
     from tests.test_lmms_eval_task import load_task, run_task
 
     root, key, tables = release
@@ -195,7 +196,7 @@ def test_export_adds_a_sampler_config_the_task_folder_loads_and_eval_scores_it(r
 def test_bench_answers_reports_cpu_seconds(release):
     import argparse
 
-    from pipeline.bench.answers import format_result, run_answers_bench
+    from benches.answers import format_result, run_answers_bench
 
     root, key, tables = release
     result = run_answers_bench(argparse.Namespace(release=str(root), sampler="uniform:8", baseline="16"))

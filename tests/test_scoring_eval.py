@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.cli import main
+from scan2qa import main
 from pipeline.scoring import metrics
 from pipeline.scoring.baselines import baseline_predictions
 from pipeline.scoring.evaluate import evaluate, evaluate_release, load_predictions, write_predictions

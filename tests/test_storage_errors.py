@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipeline.cli import main
+from scan2qa import main
 from pipeline.errors import TableError
 from pipeline.storage import read_table, upath
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.cli import main
+from scan2qa import main
 from pipeline.scene.discovery import discover_scans, scan_fingerprint
 from pipeline.storage import read_table, upath
 from tests.real_scans import scene_graph_only, write_scan

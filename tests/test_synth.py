@@ -11,7 +11,7 @@ import pytest
 import shapely
 from scipy.spatial import cKDTree
 
-from pipeline.cli import main as cli_main
+from scan2qa import main as cli_main
 from pipeline.formats.sens import SensReader
 from pipeline.geometry.raycast import MeshRaycaster, pixel_rays
 from pipeline.synth.label_map import HEADER, SCANNET_ROWS, label_map_rows, nyu40_ids

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pipeline.bench.synth import ReferenceRenderer, same_frame
-from pipeline.cli import main as cli_main
+from scan2qa import main as cli_main
 from pipeline.synth.render import FrameRenderer
 from pipeline.synth.scene import generate_scene
 

@@ -34,7 +34,7 @@ SCENES, FRAMES = 3, 4
 
 
 def synth_argv(out: Path, workers: int) -> list[str]:
-    return [sys.executable, "-m", "pipeline.cli", "synth", "--out", str(out), "--scenes", str(SCENES),
+    return [sys.executable, "-m", "scan2qa", "synth", "--out", str(out), "--scenes", str(SCENES),
             "--frames", str(FRAMES), "--seed", "0", "--workers", str(workers)]
 
 
@@ -187,7 +187,7 @@ def stopped_synth(out: Path, signum: int, to_group: bool) -> tuple[int, str, set
 
     Returns its status, output, processes and the scene ids that had started rendering when it was signalled.
     """
-    argv = [sys.executable, "-m", "pipeline.cli", "synth", "--out", str(out), "--scenes", "6", "--frames", "120",
+    argv = [sys.executable, "-m", "scan2qa", "synth", "--out", str(out), "--scenes", "6", "--frames", "120",
             "--seed", "0", "--workers", "2"]
     synth = subprocess.Popen(argv, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              start_new_session=True)

@@ -4,7 +4,9 @@ A speed figure means little on a shared 2-core machine unless it is set
 against the raw cost of the work underneath, measured seconds apart on the
 same data. Each target builds its own input (no network data) and reports the
 step's throughput, the baseline's, and their ratio. Targets register in
-``BENCHES``; other steps add theirs the same way.
+``BENCHES``; other steps add theirs the same way. Targets that drive Dagster,
+the gate or a deployment (build, dataset, answers, scaling, latency) live above
+``pipeline``, in ``benches/``, and register there.
 """
 
 from __future__ import annotations
@@ -315,72 +317,6 @@ register(
 )
 
 
-# --- dataset-wide steps at scale (target owned by pipeline/bench/dataset.py) ---------------------------------------
-
-from pipeline.bench import dataset as dataset_bench  # noqa: E402
-
-register(
-    "dataset",
-    Bench(
-        help="the dataset-wide assets (qa, gate, release, report) over replicas of a few built scans (default 2000)",
-        add_arguments=dataset_bench.add_arguments,
-        run=dataset_bench.run_dataset_bench,
-        format=dataset_bench.format_result,
-    ),
-)
-
-
-# --- scale-out and the demo instance's latency (targets owned by deploy/scaling_bench.py and deploy/latency_bench.py;
-# imported only when run: they need Dagster) ---------------------------------------------------------------------
-
-
-def _deploy(module: str, attribute: str):
-    def call(*args):
-        import importlib
-
-        return getattr(importlib.import_module(f"deploy.{module}"), attribute)(*args)
-
-    return call
-
-
-register(
-    "scaling",
-    Bench(
-        help="per-scan phase: serial vs --workers N vs 1 and 2 Celery workers on a loopback deployment",
-        add_arguments=_deploy("scaling_bench", "add_arguments"),
-        run=_deploy("scaling_bench", "run_scaling_bench"),
-        format=_deploy("scaling_bench", "format_result"),
-    ),
-)
-
-register(
-    "latency",
-    Bench(
-        help="the demo instance under dagster-daemon: seconds from a new scan, and from a verdicts edit, to the "
-             "release, split into building and waiting",
-        add_arguments=_deploy("latency_bench", "add_arguments"),
-        run=_deploy("latency_bench", "run_latency_bench"),
-        format=_deploy("latency_bench", "format_result"),
-    ),
-)
-
-
-# --- whole builds, full-resolution vs adaptive visibility (target owned by pipeline/bench/build.py) -----------------
-
-from pipeline.bench import build as build_bench  # noqa: E402
-
-register(
-    "build",
-    Bench(
-        help="the same synthetic scans built with visibility.cast full and adaptive: CPU-s per scan and per frame, "
-        "dataset-wide CPU-s, and identical decisions and questions",
-        add_arguments=build_bench.add_arguments,
-        run=build_bench.run_build_bench,
-        format=build_bench.format_result,
-    ),
-)
-
-
 # --- the synthetic renderer (target owned by pipeline/bench/synth.py) ---------------------------------------------
 
 from pipeline.bench import synth as synth_bench  # noqa: E402
@@ -393,21 +329,5 @@ register(
         add_arguments=synth_bench.add_arguments,
         run=synth_bench.run_synth_bench,
         format=synth_bench.format_result,
-    ),
-)
-
-
-# --- answers for a frame sampler (target owned by pipeline/bench/answers.py) ---------------------------------------
-
-from pipeline.bench import answers as answers_bench  # noqa: E402
-
-register(
-    "answers",
-    Bench(
-        help="CPU-s to answer one frame sampler on a built release (read, decide, generate, check, write, videos), "
-        "against the release's 64-frame budget through the same path",
-        add_arguments=answers_bench.add_arguments,
-        run=answers_bench.run_answers_bench,
-        format=answers_bench.format_result,
     ),
 )

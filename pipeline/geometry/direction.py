@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.scene.parsed import OrientedBox
+from pipeline.geometry.shapes import OrientedBox
 
 
 @dataclass(frozen=True)

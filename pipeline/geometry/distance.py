@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.spatial import cKDTree
 
-from pipeline.scene.parsed import OrientedBox
+from pipeline.geometry.shapes import OrientedBox
 
 # (8, 3) corner signs; corner k has sign ``_SIGNS[k]`` on each local axis.
 _SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)

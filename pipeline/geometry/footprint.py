@@ -15,7 +15,7 @@ import numpy as np
 import shapely
 from shapely.geometry import Polygon
 
-from pipeline.scene.parsed import OrientedBox
+from pipeline.geometry.shapes import OrientedBox
 
 # Footprints thinner than this are padded to it (metres), e.g. a box annotated as a flat panel.
 MIN_FOOTPRINT_WIDTH = 1e-3

@@ -16,7 +16,7 @@ import numpy as np
 import shapely
 from shapely.geometry import MultiPoint
 
-from pipeline.scene.parsed import OrientedBox
+from pipeline.geometry.shapes import OrientedBox
 
 _Z = np.array([0.0, 0.0, 1.0])
 

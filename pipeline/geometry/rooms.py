@@ -27,7 +27,7 @@ import shapely
 from scipy.spatial import Delaunay
 from shapely.geometry import MultiPolygon, Polygon
 
-from pipeline.scene.parsed import Room
+from pipeline.geometry.shapes import Room
 from pipeline.seeding import rng
 
 # Defaults of the derivation; callers may override each one.

@@ -46,7 +46,7 @@ import numpy as np
 import shapely
 
 from pipeline.geometry.footprint import box_footprints
-from pipeline.scene.parsed import OrientedBox
+from pipeline.geometry.shapes import OrientedBox
 from pipeline.vocab import is_structural, normalize_label
 
 TURN_PHRASES = {"left": "turn left", "right": "turn right", "back": "turn back"}

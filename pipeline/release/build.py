@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,18 +128,19 @@ def collect_tables(
     return tables
 
 
-def run_release_gate(tables: dict[str, pl.DataFrame], config: Config, docs_dir: str | None = None):
-    from expectations.runner import run_gate
+@dataclass(frozen=True)
+class GateOutcome:
+    """What the release needs of its gate: the verdict, the checks for the manifest and report (each rule with its
+    meaning), and the Data Docs pages written into the staging folder."""
 
-    released = {k: v for k, v in tables.items() if k in RELEASED_TABLES}
-    return run_gate(
-        released,
-        docs_dir=docs_dir,
-        frequency_ceiling=config.gate.frequency_ceiling,
-        letter_tolerance=config.gate.letter_tolerance,
-        min_questions_for_distribution=config.gate.min_questions_for_distribution,
-        budgets=frame_budgets(config),
-    )
+    success: bool
+    summary: str
+    checks: dict
+    write_docs: Callable[[Path], None]
+
+
+# The gate is passed in (``expectations.release_gate.release_gate``): expectations sits above pipeline.
+ReleaseGate = Callable[[dict[str, pl.DataFrame], Config], GateOutcome]
 
 
 def build_release(
@@ -146,6 +148,8 @@ def build_release(
     tables: dict[str, pl.DataFrame] | None = None,
     version: str | None = None,
     membership: pl.DataFrame | None = None,
+    *,
+    gate: ReleaseGate,
 ) -> ReleaseOutcome:
     """The release of the scans ``membership`` (a ``scan_membership`` table) says were built, or of ``tables``.
 
@@ -153,7 +157,6 @@ def build_release(
     files are never read) and every other registered scan is listed, with its state and error, in the
     manifest's ``checks.excluded_scans`` and the report.
     """
-    from expectations.data_docs import write_site
     from pipeline.release.report import write_report
 
     out_root = storage.upath(config.output_root, config.storage_options)
@@ -200,10 +203,11 @@ def build_release(
     if "dummy_videos" in tables:  # every released row names a video the release ships (before the gate sees it)
         tables["dummy_videos"] = shipped_dummy_videos(tables["dummy_videos"], videos)
     shipped = videos | _visibility_files(tables, out_root)
-    gate = run_release_gate(tables if full_qa is None else tables | {"qa": full_qa}, config)
-    gate_dict = _with_meanings(gate.to_dict(), config)
-    if not gate.success:
-        raise ReleaseBlocked(gate.summary(), gate_dict)
+    gated = tables if full_qa is None else tables | {"qa": full_qa}
+    verdict = gate({k: v for k, v in gated.items() if k in RELEASED_TABLES}, config)
+    gate_dict = verdict.checks
+    if not verdict.success:
+        raise ReleaseBlocked(verdict.summary, gate_dict)
     gate_dict["data_docs"] = DATA_DOCS_INDEX  # a path inside the release, never a temporary folder
     released = {k: v for k, v in tables.items() if k in RELEASED_TABLES}
     if full_qa is not None:  # row group by row group, each its own chunk: the bytes of the table read whole
@@ -216,7 +220,7 @@ def build_release(
         baselines = released_baselines(tables)  # the manifest's and the report's table: computed once
 
         def add_reports(staging: Path, release_version: str) -> None:
-            write_site(staging / "data_docs", gate.validations)
+            verdict.write_docs(staging / "data_docs")
             write_report(
                 staging / REPORT_INDEX,
                 tables=tables,
@@ -317,16 +321,6 @@ def released_baselines(tables: dict) -> list[dict]:
         return []
     # The real-video rows, selected group by group: a filtered copy of the qa rows held would be gigabytes.
     return baseline_rows(qa, tables.get("qa_distribution_drops"), where=pl.col("video_kind").fill_null("real") == "real")
-
-
-def _with_meanings(gate_dict: dict, config: Config) -> dict:
-    """Each result with its rule's plain-language meaning (for the report and the manifest's checks)."""
-    from expectations.suites import build_suites  # plain data: no Great Expectations import
-
-    suites = build_suites(config.gate.frequency_ceiling, config.gate.letter_tolerance, budgets=frame_budgets(config))
-    meanings = {rule.name: rule.meaning for suite in suites for rule in suite.rules}
-    results = [r | {"meaning": meanings.get(r["name"], "")} for r in gate_dict.get("results", [])]
-    return gate_dict | {"results": results}
 
 
 @contextmanager

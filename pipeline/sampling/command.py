@@ -20,6 +20,7 @@ import polars as pl
 from pipeline import schemas, storage
 from pipeline.frames.budgets import frame_budgets
 from pipeline.sampling.answers import SampledBenchmark, compute_answers
+from pipeline.sampling.checker import RuleChecker, rule_checker
 from pipeline.sampling.release_tables import load_release_tables, release_config
 from pipeline.sampling.spec import parse_sampler
 from pipeline.sampling.videos import write_sampled_videos
@@ -34,10 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-videos", action="store_true", help="tables only (no sampled videos)")
 
 
-def check_benchmark(bench: SampledBenchmark, tables: dict[str, pl.DataFrame], config) -> dict:
+def check_benchmark(bench: SampledBenchmark, tables: dict[str, pl.DataFrame], config,
+                    rules: RuleChecker | None = None) -> dict:
     """The released tables' own rules on the sampled tables (the sampler's label counted as a known budget)."""
-    from expectations.runner import decide_suites
-
+    decide_suites = rule_checker(rules)
     view = {
         "scans": tables["scans"],
         "objects": tables["objects"],
@@ -78,13 +79,14 @@ def write_benchmark(bench: SampledBenchmark, release: Path, out: Path, tables: d
     return meta
 
 
-def build_sampled(release: str | Path, spec: str, out: str | Path, videos: bool = True) -> tuple[SampledBenchmark, dict]:
+def build_sampled(release: str | Path, spec: str, out: str | Path, videos: bool = True,
+                  rules: RuleChecker | None = None) -> tuple[SampledBenchmark, dict]:
     release = Path(release)
     tables = load_release_tables(release)
     config = release_config(release)
     sampler = parse_sampler(spec, frame_budgets(config))  # the release's budgets: budget:32 is its own 32
     bench = compute_answers(sampler, tables, config)
-    check = check_benchmark(bench, tables, config)
+    check = check_benchmark(bench, tables, config, rules)
     return bench, write_benchmark(bench, release, Path(out), tables, check, videos)
 
 

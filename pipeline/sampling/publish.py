@@ -16,6 +16,7 @@ from pathlib import Path
 from pipeline.config import Config
 from pipeline.errors import ConfigError
 from pipeline.frames.budgets import frame_budgets
+from pipeline.sampling.checker import RuleChecker
 from pipeline.sampling.command import build_sampled
 from pipeline.sampling.spec import parse_sampler
 
@@ -24,7 +25,7 @@ class SampledBlocked(Exception):
     """A sampled benchmark failed its checks; the previous one stays."""
 
 
-def publish_sampled(config: Config) -> list[dict]:
+def publish_sampled(config: Config, rules: RuleChecker | None = None) -> list[dict]:
     if not config.samplers:
         return []  # nothing configured: nothing to publish, whatever the output root
     root = Path(config.output_root)
@@ -37,7 +38,7 @@ def publish_sampled(config: Config) -> list[dict]:
         final = root / "sampled" / label
         staging = root / "sampled" / f".staging-{label}-{uuid.uuid4().hex[:8]}"
         try:
-            bench, meta = build_sampled(release, spec, staging)
+            bench, meta = build_sampled(release, spec, staging, rules=rules)
             if not meta["checks"]["success"]:
                 raise SampledBlocked(f"sampler {spec}: checks failed: {'; '.join(meta['checks']['failed'])}")
             old = final.with_name(f".old-{label}-{uuid.uuid4().hex[:8]}")

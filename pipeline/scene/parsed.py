@@ -13,40 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class OrientedBox:
-    """Oriented box: ``rotation`` columns are the box axes in world coordinates."""
-
-    center: np.ndarray  # (3,)
-    extent: np.ndarray  # (3,) full side lengths along the rotation's columns
-    rotation: np.ndarray  # (3, 3)
-
-    @property
-    def vertical_axis(self) -> int:
-        """The rotation column most aligned with world z (formats put it anywhere)."""
-        return int(np.argmax(np.abs(self.rotation[2, :])))
-
-    @property
-    def height(self) -> float:
-        return float(self.extent[self.vertical_axis])
-
-    @property
-    def xy_extent(self) -> np.ndarray:
-        """The two horizontal side lengths."""
-        return np.delete(self.extent, self.vertical_axis)
-
-    def corners(self) -> np.ndarray:
-        """(8, 3) corners in world coordinates."""
-        signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
-        return self.center + (signs * (self.extent / 2.0)) @ self.rotation.T
-
-    def to_local(self, points: np.ndarray) -> np.ndarray:
-        return (np.asarray(points, dtype=float) - self.center) @ self.rotation
-
-    def contains(self, points: np.ndarray, tol: float = 1e-6) -> np.ndarray:
-        local = self.to_local(points)
-        return np.all(np.abs(local) <= self.extent / 2.0 + tol, axis=-1)
+from pipeline.geometry.shapes import OrientedBox, Room  # the scan's plain geometry types live below scenes
 
 
 @dataclass
@@ -69,13 +36,6 @@ class SceneObject:
     nyu40_id: int | None = None
     scannet200_id: int | None = None
     label_mapped: bool = False
-
-
-@dataclass
-class Room:
-    polygon: object  # shapely Polygon or MultiPolygon in the xy plane
-    kind: str  # "scene" | "main"
-    source: str  # "annotated" | "derived"
 
 
 @dataclass

@@ -387,7 +387,7 @@ def measure_in_child(out: Path, keys: list[str], config_file: Path, workdir: Pat
     keys_file.write_text(json.dumps(keys))
     result_file.unlink(missing_ok=True)
     arguments = ", ".join(repr(str(p)) for p in (out, keys_file, config_file, result_file))
-    code = f"from pipeline.bench.dataset import _measure_main; _measure_main({arguments})"
+    code = f"from benches.dataset import _measure_main; _measure_main({arguments})"
     # The child's output goes to our stderr: only the bench result belongs on stdout.
     try:
         sys.stderr.fileno()

@@ -339,7 +339,7 @@ def run_build_bench(args: argparse.Namespace) -> dict:
             if not any(scans.glob("synth*")):
                 print(f"generating {args.scans} synthetic scans x {frames} frames", file=sys.stderr, flush=True)
                 subprocess.run(
-                    [sys.executable, "-m", "pipeline.cli", "synth", "--out", str(scans), "--scenes", str(args.scans),
+                    [sys.executable, "-m", "scan2qa", "synth", "--out", str(scans), "--scenes", str(args.scans),
                      "--frames", str(frames), "--seed", str(args.seed)],
                     check=True, capture_output=True,
                 )

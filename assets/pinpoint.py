@@ -84,8 +84,11 @@ def representation_of(
     partitions_def=scan_partitions,
     backfill_policy=scan_backfill_policy(),
     group_name="pinpointqa",
-    ins={name: dg.AssetIn(name) for name in ("pinpoint_targets", "pinpoint_neighbors", "objects", "object_visibility")},
-    description="PinpointQA questions (TPV, NRI, FSD, SSP) of one scan for every budget, visible targets only",
+    ins={
+        name: dg.AssetIn(name)
+        for name in ("pinpoint_targets", "pinpoint_neighbors", "objects", "object_visibility", "qa_candidates")
+    },
+    description="PinpointQA questions (NRI, FSD, SSP; TPV positives) of one scan for every budget, visible targets only",
     **table_asset("pinpoint_qa_candidates", __name__),
 )
 def pinpoint_qa_candidates(
@@ -96,21 +99,26 @@ def pinpoint_qa_candidates(
     pinpoint_neighbors: pl.DataFrame,
     objects: pl.DataFrame,
     object_visibility: pl.DataFrame,
+    qa_candidates: pl.DataFrame,
 ) -> PerScanTable:
     from pipeline import schemas
     from pipeline.frames.budgets import frame_budgets
+    from pipeline.pinpoint.presence import shown_texts
     from pipeline.pinpoint.questions import generate_questions
 
     config = step_config(context, storage, run_config, __name__)
     if PROFILE not in config.profiles:
         return per_scan(context, "pinpoint_qa_candidates", lambda key: schemas.empty("pinpoint_qa_candidates"))
 
-    def questions_of(key: str, targets, neighbors, objects, visibility) -> pl.DataFrame:
+    # The scan's other profiles' candidates (a superset of what the qa step keeps): a label they name is never a
+    # presence positive, since no negative can be named in its scene (pipeline/pinpoint/presence.py).
+    def questions_of(key: str, targets, neighbors, objects, visibility, siblings) -> pl.DataFrame:
         return generate_questions(key, targets, neighbors, objects, visibility, config=config.pinpoint_config(),
-                                  seed=config.seed, budgets=frame_budgets(config))
+                                  seed=config.seed, budgets=frame_budgets(config), sibling_texts=shown_texts(siblings))
 
     table = per_scan(context, "pinpoint_qa_candidates", questions_of, targets=pinpoint_targets,
-                     neighbors=pinpoint_neighbors, objects=objects, visibility=object_visibility)
+                     neighbors=pinpoint_neighbors, objects=objects, visibility=object_visibility,
+                     siblings=qa_candidates.select("key", "question", "options"))
     if not isinstance(table, ScanTables):
         per_type = dict(table["question_type"].value_counts().sort("question_type").iter_rows())
         context.add_output_metadata({"per_type": dg.MetadataValue.json(per_type)})
@@ -121,9 +129,11 @@ def pinpoint_qa_candidates(
     group_name="pinpointqa",
     ins={
         "pinpoint_qa_candidates": dg.AssetIn("pinpoint_qa_candidates", partition_mapping=dg.AllPartitionMapping()),
+        "objects": dg.AssetIn("objects", partition_mapping=dg.AllPartitionMapping()),
         "scan_membership": dg.AssetIn("scan_membership"),
     },
-    description="all PinpointQA questions with scene-level train/val/test splits (≈ 6:2:2, stratified by dataset)",
+    description="all PinpointQA questions with the dataset-wide presence negatives and scene-level "
+    "train/val/test splits (≈ 6:2:2, stratified by dataset)",
     automation_condition=dataset_automation(),
     **table_asset("pinpoint_qa", __name__),
 )
@@ -132,15 +142,26 @@ def pinpoint_qa(
     storage: StorageResource,
     run_config: RunConfigResource,
     pinpoint_qa_candidates: TableParts,
+    objects: TableParts,
     scan_membership: pl.DataFrame,
 ) -> TableFrames:
+    from pipeline.pinpoint.presence import PRESENCE, draw_presence
     from pipeline.pinpoint.splits import with_splits
     from pipeline.qa.balance import balance_letters
     from pipeline.release.membership import built_keys
 
     # Per-scan option orders are fixed per target; the correct letter is balanced over the whole benchmark.
     config = step_config(context, storage, run_config, __name__)
-    candidates = pinpoint_qa_candidates.only(built_keys(scan_membership)).read()
+    keys = built_keys(scan_membership)
+    candidates = pinpoint_qa_candidates.only(keys).read()
+    # Presence negatives are drawn over the whole benchmark: a label is asked "No" as often as "Yes", in scenes
+    # that lack it (pipeline/pinpoint/presence.py); "absent" is judged against every object label of a scene.
+    labels = objects.only(keys).read(["key", "raw_label"]).group_by("key").agg(pl.col("raw_label"))
+    presence = draw_presence(
+        candidates.filter(pl.col("question_type") == PRESENCE),
+        dict(zip(labels["key"].to_list(), labels["raw_label"].to_list())), seed=config.seed,
+    )
+    candidates = pl.concat([candidates.filter(pl.col("question_type") != PRESENCE), presence])
     balanced = balance_letters(candidates, seed=config.seed, letters="ABCD")
     table = with_splits(balanced, config.pinpoint_config()).sort(["key", "budget", "question_type", "id"])
     counts = table.group_by("split", "question_type").len().sort("split", "question_type")

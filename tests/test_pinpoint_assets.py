@@ -16,7 +16,7 @@ from pipeline.synth.scene import generate_scene
 from resources.defaults import default_resources
 from resources.storage import StorageResource
 
-UPSTREAM = ("scans", "objects", "object_visibility")
+UPSTREAM = ("scans", "objects", "object_visibility", "qa_candidates")
 
 
 def test_pinpoint_assets_materialize(tmp_path):
@@ -34,7 +34,8 @@ def test_pinpoint_assets_materialize(tmp_path):
             [{"key": parsed.key, "budget": b, "object_id": i, "visible": True, "rule": "pixel_floor"}
              for b in ("16", "32", "64", "all") for i in objects["object_id"]],
         )
-        for name, df in zip(UPSTREAM, (scans, objects, vis)):
+        siblings = schemas.empty("qa_candidates")  # no other profile in this run
+        for name, df in zip(UPSTREAM, (scans, objects, vis, siblings)):
             write_table(upath(tables_root / name / f"{parsed.key}.parquet"), name, df)
         write_mesh_artifact(parsed, str(out))  # what the scene step stores for the steps after it
     sources = [dg.SourceAsset(key=name, partitions_def=scan_partitions) for name in UPSTREAM]
@@ -57,6 +58,9 @@ def test_pinpoint_assets_materialize(tmp_path):
     assert set(final["profile"]) == {"pinpointqa"}
     assert final["split"].null_count() == 0
     assert final.group_by("key").agg(pl.col("split").n_unique())["split"].max() == 1
+    tpv = final.filter(pl.col("question_type") == "presence")  # negatives drawn dataset-wide, half of every scene-budget
+    per_scene = tpv.group_by("key", "budget").agg((pl.col("ground_truth") == "Yes").sum().alias("yes"), pl.len())
+    assert (per_scene["len"] == 2 * per_scene["yes"]).all()
     targets = read_table(upath(tables_root / "pinpoint_targets" / f"{sorted(parsed_by_key)[0]}.parquet"), "pinpoint_targets")
     assert targets.height > 0
 

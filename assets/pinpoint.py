@@ -84,10 +84,7 @@ def representation_of(
     partitions_def=scan_partitions,
     backfill_policy=scan_backfill_policy(),
     group_name="pinpointqa",
-    ins={
-        name: dg.AssetIn(name)
-        for name in ("pinpoint_targets", "pinpoint_neighbors", "objects", "object_visibility", "qa_candidates")
-    },
+    ins={name: dg.AssetIn(name) for name in ("pinpoint_targets", "pinpoint_neighbors", "objects", "object_visibility")},
     description="PinpointQA questions (NRI, FSD, SSP; TPV positives) of one scan for every budget, visible targets only",
     **table_asset("pinpoint_qa_candidates", __name__),
 )
@@ -99,26 +96,23 @@ def pinpoint_qa_candidates(
     pinpoint_neighbors: pl.DataFrame,
     objects: pl.DataFrame,
     object_visibility: pl.DataFrame,
-    qa_candidates: pl.DataFrame,
 ) -> PerScanTable:
     from pipeline import schemas
     from pipeline.frames.budgets import frame_budgets
-    from pipeline.pinpoint.presence import shown_texts
     from pipeline.pinpoint.questions import generate_questions
 
     config = step_config(context, storage, run_config, __name__)
     if PROFILE not in config.profiles:
         return per_scan(context, "pinpoint_qa_candidates", lambda key: schemas.empty("pinpoint_qa_candidates"))
 
-    # The scan's other profiles' candidates (a superset of what the qa step keeps): a label they name is never a
-    # presence positive, since no negative can be named in its scene (pipeline/pinpoint/presence.py).
-    def questions_of(key: str, targets, neighbors, objects, visibility, siblings) -> pl.DataFrame:
+    # Presence positives are kept apart from the scan's other PinpointQA questions only: the revsi/vsibench
+    # candidates name every visible small object, so no label would be left (pipeline/pinpoint/presence.py).
+    def questions_of(key: str, targets, neighbors, objects, visibility) -> pl.DataFrame:
         return generate_questions(key, targets, neighbors, objects, visibility, config=config.pinpoint_config(),
-                                  seed=config.seed, budgets=frame_budgets(config), sibling_texts=shown_texts(siblings))
+                                  seed=config.seed, budgets=frame_budgets(config))
 
     table = per_scan(context, "pinpoint_qa_candidates", questions_of, targets=pinpoint_targets,
-                     neighbors=pinpoint_neighbors, objects=objects, visibility=object_visibility,
-                     siblings=qa_candidates.select("key", "question", "options"))
+                     neighbors=pinpoint_neighbors, objects=objects, visibility=object_visibility)
     if not isinstance(table, ScanTables):
         per_type = dict(table["question_type"].value_counts().sort("question_type").iter_rows())
         context.add_output_metadata({"per_type": dg.MetadataValue.json(per_type)})

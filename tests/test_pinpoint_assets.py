@@ -16,7 +16,7 @@ from pipeline.synth.scene import generate_scene
 from resources.defaults import default_resources
 from resources.storage import StorageResource
 
-UPSTREAM = ("scans", "objects", "object_visibility", "qa_candidates")
+UPSTREAM = ("scans", "objects", "object_visibility")
 
 
 def test_pinpoint_assets_materialize(tmp_path):
@@ -34,8 +34,7 @@ def test_pinpoint_assets_materialize(tmp_path):
             [{"key": parsed.key, "budget": b, "object_id": i, "visible": True, "rule": "pixel_floor"}
              for b in ("16", "32", "64", "all") for i in objects["object_id"]],
         )
-        siblings = schemas.empty("qa_candidates")  # no other profile in this run
-        for name, df in zip(UPSTREAM, (scans, objects, vis, siblings)):
+        for name, df in zip(UPSTREAM, (scans, objects, vis)):
             write_table(upath(tables_root / name / f"{parsed.key}.parquet"), name, df)
         write_mesh_artifact(parsed, str(out))  # what the scene step stores for the steps after it
     sources = [dg.SourceAsset(key=name, partitions_def=scan_partitions) for name in UPSTREAM]

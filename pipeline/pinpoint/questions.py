@@ -48,10 +48,11 @@ from pipeline.pinpoint import templates as T
 from pipeline.pinpoint.config import PinpointConfig
 from pipeline.geometry.distance import obb_pair_distances
 from pipeline.pinpoint.geometry import box_of_row
-from pipeline.pinpoint.presence import absent_labels, label_pattern, named_labels, presence_row, shown_texts  # noqa: F401
-from pipeline.pinpoint.rows import PROFILE, question_row
+from pipeline.pinpoint.presence import absent_labels, label_pattern, named_labels, presence_row, shown_texts  # noqa: F401 (absent_labels: its old home)
+from pipeline.pinpoint.rows import question_row
 from pipeline.seeding import rng, stable_int
 from pipeline.vocab import SMALL_OBJECT_LABELS, normalize_label
+
 LETTERS = "ABCDEFGH"
 
 

@@ -93,7 +93,7 @@ def representation_of(
     backfill_policy=scan_backfill_policy(),
     group_name="pinpointqa",
     ins={name: dg.AssetIn(name) for name in ("pinpoint_targets", "pinpoint_neighbors", "objects", "object_visibility")},
-    description="PinpointQA questions (TPV, NRI, FSD, SSP) of one scan for every budget, visible targets only",
+    description="PinpointQA questions (NRI, FSD, SSP; TPV positives) of one scan for every budget, visible targets only",
     **table_asset("pinpoint_qa_candidates", __name__),
 )
 def pinpoint_qa_candidates(
@@ -113,6 +113,8 @@ def pinpoint_qa_candidates(
     if PROFILE not in config.profiles:
         return per_scan(context, "pinpoint_qa_candidates", lambda key: schemas.empty("pinpoint_qa_candidates"))
 
+    # Presence positives are kept apart from the scan's other PinpointQA questions only: the revsi/vsibench
+    # candidates name every visible small object, so no label would be left (pipeline/pinpoint/presence.py).
     def questions_of(key: str, targets, neighbors, objects, visibility) -> pl.DataFrame:
         return generate_questions(key, targets, neighbors, objects, visibility, config=pinpoint_config(config),
                                   seed=config.seed, budgets=frame_budgets(config))
@@ -129,9 +131,11 @@ def pinpoint_qa_candidates(
     group_name="pinpointqa",
     ins={
         "pinpoint_qa_candidates": dg.AssetIn("pinpoint_qa_candidates", partition_mapping=dg.AllPartitionMapping()),
+        "objects": dg.AssetIn("objects", partition_mapping=dg.AllPartitionMapping()),
         "scan_membership": dg.AssetIn("scan_membership"),
     },
-    description="all PinpointQA questions with scene-level train/val/test splits (≈ 6:2:2, stratified by dataset)",
+    description="all PinpointQA questions with the dataset-wide presence negatives and scene-level "
+    "train/val/test splits (≈ 6:2:2, stratified by dataset)",
     automation_condition=dataset_automation(),
     **table_asset("pinpoint_qa", __name__),
 )
@@ -140,8 +144,10 @@ def pinpoint_qa(
     storage: StorageResource,
     run_config: RunConfigResource,
     pinpoint_qa_candidates: TableParts,
+    objects: TableParts,
     scan_membership: pl.DataFrame,
 ) -> TableFrames:
+    from pipeline.pinpoint.presence import draw_presence_per_split
     from pipeline.pinpoint.splits import with_splits
     from pipeline.qa.balance import balance_letters
     from pipeline.qa.letter_key import build_key
@@ -149,10 +155,20 @@ def pinpoint_qa(
 
     # Per-scan option orders are fixed per target; the correct letter is balanced over the whole benchmark.
     config = step_config(context, storage, run_config, __name__)
-    candidates = pinpoint_qa_candidates.only(built_keys(scan_membership)).read()
+    keys = built_keys(scan_membership)
+    candidates = pinpoint_qa_candidates.only(keys).read()
+    # Presence negatives are drawn over the benchmark, within each split: a label is asked "No" as often as "Yes",
+    # in scenes that lack it (pipeline/pinpoint/presence.py); "absent" is judged against every object label of a
+    # scene. The draw fixes the scenes' splits first.
+    labels = objects.only(keys).read(["key", "raw_label"]).group_by("key").agg(pl.col("raw_label"))
+    candidates, scene_splits = draw_presence_per_split(
+        candidates, dict(zip(labels["key"].to_list(), labels["raw_label"].to_list())), config.seed,
+        pinpoint_config(config),
+    )
     key = build_key(config.output_root, config.storage_options)  # secret: ids and seed ship with the release
     balanced = balance_letters(candidates, seed=config.seed, letters="ABCD", letter_key=key)
-    table = with_splits(balanced, pinpoint_config(config)).sort(["key", "budget", "question_type", "id"])
+    table = with_splits(balanced, pinpoint_config(config), previous=scene_splits)
+    table = table.sort(["key", "budget", "question_type", "id"])
     counts = table.group_by("split", "question_type").len().sort("split", "question_type")
     per_split = {f"{r['split']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
     context.add_output_metadata({"per_split": dg.MetadataValue.json(per_split)})

@@ -57,6 +57,9 @@ def test_pinpoint_assets_materialize(tmp_path):
     assert set(final["profile"]) == {"pinpointqa"}
     assert final["split"].null_count() == 0
     assert final.group_by("key").agg(pl.col("split").n_unique())["split"].max() == 1
+    tpv = final.filter(pl.col("question_type") == "presence")  # negatives drawn dataset-wide, half of every scene-budget
+    per_scene = tpv.group_by("key", "budget").agg((pl.col("ground_truth") == "Yes").sum().alias("yes"), pl.len())
+    assert (per_scene["len"] == 2 * per_scene["yes"]).all()
     targets = read_table(upath(tables_root / "pinpoint_targets" / f"{sorted(parsed_by_key)[0]}.parquet"), "pinpoint_targets")
     assert targets.height > 0
 

@@ -93,12 +93,20 @@ def test_questions_on_synthetic_scans(synthetic_results):
     for parsed, objects, _, targets, neighbors in synthetic_results:
         vis = visibility(parsed.key, objects["object_id"].to_list(), budgets=("64",))
         frames.append(generate_questions(parsed.key, targets, neighbors, objects, vis, budgets=("64",)))
-    qa = pl.concat(frames)
+    from pipeline.pinpoint.presence import draw_presence_per_split
+    from pipeline.pinpoint.presence_blind import blind_figures
+
+    labels = {parsed.key: objects["raw_label"].to_list() for parsed, objects, *_ in synthetic_results}
+    qa, _ = draw_presence_per_split(pl.concat(frames), labels, seed=0)
     check_qa(qa)
     counts = dict(qa["question_type"].value_counts().iter_rows())
     assert set(counts) == {"presence", "reference_mcq", "free_form_localization", "structured_localization"}
     tpv = qa.filter(pl.col("question_type") == "presence")
-    assert abs((tpv["ground_truth"] == "Yes").mean() - 0.5) <= 0.02
+    assert (tpv["ground_truth"] == "Yes").mean() == 0.5
+    # Blind within PinpointQA: label prior (cross-validated by scene), mention by a sibling, both, frequency.
+    figures = blind_figures(qa)
+    for name in ("category_prior", "mentioned", "both", "frequency"):
+        assert figures[name] <= 55.0, (name, figures)
 
 
 def test_one_synthetic_scan_quick():

@@ -83,7 +83,10 @@ class QuestionConfig:
     max_references: int = 2  # FSD / SSP: up to two references besides the surface
     excluded_reference_labels: tuple[str, ...] = ("floor", "wall", "ceiling", "closet floor", "closet wall")
     require_visible_references: bool = True  # references and options must be visible in the budget's frames
-    tpv_negative_ratio: float = 1.0  # negatives per positive (1.0 = balanced 50/50)
+    # share of a scene's presence candidates reserved for presence (no localisation question of their own):
+    # a positive must not be named elsewhere in its scene (pipeline/pinpoint/presence.py); 1/3 keeps TPV near the
+    # paper's share (2,672 of 10,094) at the cost of a third of the targets' NRI/FSD/SSP questions
+    tpv_target_share: float = 1.0 / 3.0
     # The budgets asked at are the run's frame budgets (``pipeline.frames.budgets.frame_budgets``), not set here.
 
 

@@ -9,11 +9,13 @@ can be seen in its video (SPEC §3).
 
 Rules (paper §3.2 and appendix A.3, details ours):
 
-* ``presence`` (TPV): one positive per visible target (its own wording); as many
-  negatives as positives, drawn without replacement from vocabulary labels
-  whose category (synonyms merged) no object of the scene has, also word-wise
-  ("bag" is not asked as absent next to a "paper bag"), so every scan-budget
-  is balanced 50/50.
+* ``presence`` (TPV): positives only, here; the negatives are a dataset-wide
+  draw (``presence.draw_presence``). A positive is a small-vocabulary label of
+  the scene that no other question of the scene names (``presence`` explains
+  why): labels the scan's other profiles name are out, labels whose
+  localisation questions would cost nothing are reserved, and more, cheapest
+  first, up to ``tpv_target_share`` of the candidates; a reserved label gets no
+  NRI/FSD/SSP question of its own and is never an NRI option.
 * Valid references: neighbours other than the chosen support, not in the
   excluded labels (floor, wall, ...), not sharing the support's or the
   target's label; one instance per label, the one with the shortest distance.
@@ -46,12 +48,11 @@ from pipeline.pinpoint import templates as T
 from pipeline.pinpoint.config import PinpointConfig
 from pipeline.geometry.distance import obb_pair_distances
 from pipeline.pinpoint.geometry import box_of_row
-from pipeline.qa.ids import question_id
+from pipeline.pinpoint.presence import absent_labels, label_pattern, named_labels, presence_row, shown_texts  # noqa: F401 (absent_labels: its old home)
+from pipeline.pinpoint.rows import question_row
 from pipeline.seeding import rng, stable_int
-from pipeline.frames.video_paths import budget_video_path
-from pipeline.vocab import SMALL_OBJECT_LABELS, normalize_label, small_object_category
+from pipeline.vocab import SMALL_OBJECT_LABELS, normalize_label
 
-PROFILE = "pinpointqa"
 LETTERS = "ABCDEFGH"
 
 
@@ -77,8 +78,7 @@ class ScanLookups:
       per-call filter and sort of ``pinpoint_neighbors`` gave, without one polars query per question;
     - per target, the closest instance of every other label by box-to-box distance (NRI distractors outside
       the neighbourhood), in one batched ``obb_pair_distances`` call per target (the same per-pair arithmetic
-      as ``box_distance``, so the same floats: ``tests/test_pinpoint_questions.py``);
-    - the vocabulary labels absent from the scene (TPV negatives).
+      as ``box_distance``, so the same floats: ``tests/test_pinpoint_questions.py``).
     """
 
     def __init__(self, objects: pl.DataFrame, neighbors: pl.DataFrame):
@@ -88,16 +88,10 @@ class ScanLookups:
         for r in neighbors.sort(["target_id", "shortest_distance", "neighbor_id"]).iter_rows(named=True):
             self._neighbor_rows.setdefault(int(r["target_id"]), []).append(r)
         self._closest: dict[int, dict[str, tuple[float, int]]] = {}
-        self._absent: list[str] | None = None
 
     def neighbor_rows(self, target_id: int) -> list[dict]:
         """The target's ``pinpoint_neighbors`` rows sorted by (shortest_distance, neighbor_id)."""
         return self._neighbor_rows.get(int(target_id), [])
-
-    def absent(self, labels: dict[int, str]) -> list[str]:
-        if self._absent is None:
-            self._absent = absent_labels(labels.values())
-        return self._absent
 
     def closest_by_label(
         self, target: dict, labels: dict[int, str], structural: set[int], cfg: PinpointConfig
@@ -151,32 +145,15 @@ class ScanQuestions:
         self.labels = {int(r["object_id"]): normalize_label(r["raw_label"]) for r in self.objects.iter_rows(named=True)}
         self.structural = {int(r["object_id"]) for r in self.objects.iter_rows(named=True) if r["structural"]}
         self.lookups = lookups if lookups is not None else ScanLookups(self.objects, self.neighbors)
+        self.hidden: list = []  # patterns of the labels reserved for presence: never named by these questions
+
+    def hides(self, label: str) -> bool:
+        return any(p.search(label) for p in self.hidden)
 
     # --- shared pieces -------------------------------------------------------------------------------
 
     def _row(self, qtype: str, template: str, question: str, ground_truth: str, used: list[int], **extra) -> dict:
-        used = sorted({int(i) for i in used})
-        return {
-            "id": question_id(self.key, self.budget, PROFILE, qtype, "real", question, used),
-            "key": self.key,
-            "dataset": self.dataset,
-            "scene_id": self.scene_id,
-            "profile": PROFILE,
-            "budget": self.budget,
-            "question_type": qtype,
-            "template": template,
-            "question": question,
-            "options": extra.get("options", []),
-            "ground_truth": ground_truth,
-            "answer_value": None,
-            "used_obj_ids": used,
-            "video": budget_video_path(self.budget, self.key),
-            "video_kind": "real",
-            "distance_source": extra.get("distance_source"),
-            "geometry": json.dumps(extra.get("geometry", {}), sort_keys=True),
-            "instruction": T.INSTRUCTIONS[qtype],
-            "split": None,
-        }
+        return question_row(self.key, self.budget, qtype, template, question, ground_truth, used, **extra)
 
     def _visible_ok(self, object_id: int) -> bool:
         return not self.cfg.questions.require_visible_references or object_id in self.visible
@@ -206,27 +183,6 @@ class ScanQuestions:
 
     # --- tasks ---------------------------------------------------------------------------------------
 
-    def presence(self, visible_targets: list[dict]) -> list[dict]:
-        rows = []
-        for t in visible_targets:
-            name = _pick(T.PRESENCE_QUESTIONS, self.key, "tpv", t["label"])
-            question = T.PRESENCE_QUESTIONS[name].format(a_target=T.with_article(t["label"]))
-            geometry = {"present": True, "target_id": t["object_id"]}
-            rows.append(self._row("presence", name, question, "Yes", [t["object_id"]], geometry=geometry))
-        absent = self.lookups.absent(self.labels)
-        n_neg = int(round(len(rows) * self.cfg.questions.tpv_negative_ratio))
-        if n_neg > len(absent):
-            rows = rows[: len(absent)]
-            n_neg = len(absent)
-        # One permutation per scan, cut per budget: a budget with fewer visible targets asks a subset.
-        chosen = rng(self.seed, self.key, "tpv-negatives").permutation(len(absent))[:n_neg]
-        for idx in sorted(int(i) for i in chosen):
-            label = absent[idx]
-            name = _pick(T.PRESENCE_QUESTIONS, self.key, "tpv", label)
-            question = T.PRESENCE_QUESTIONS[name].format(a_target=T.with_article(label))
-            rows.append(self._row("presence", name, question, "No", [], geometry={"present": False}))
-        return rows
-
     def reference_mcq(self, target: dict) -> dict | None:
         q = self.cfg.questions
         refs = self.references(target, exclude_contact=True)
@@ -235,11 +191,13 @@ class ScanQuestions:
         answer = refs[0]
         if len(refs) > 1 and refs[1].distance - answer.distance < q.nri_tie_margin:
             return None
+        if self.hides(answer.label):
+            return None
         floor_d = answer.distance + q.nri_tie_margin
         touching = {r["neighbor_label"] for r in self.lookups.neighbor_rows(target["object_id"]) if r["contact"]}
         pool: dict[str, int] = {r.label: r.object_id for r in refs[1:] if r.distance >= floor_d and r.label not in touching}
         pool.update({k: v for k, v in self._far_distractors(target, floor_d).items() if k not in pool})
-        labels = sorted(pool)
+        labels = sorted(label for label in pool if not self.hides(label))
         need = q.nri_options - 1
         if len(labels) < need:
             return None
@@ -349,29 +307,27 @@ class ScanQuestions:
             distance_source=self._distance_source(target), geometry=geometry,
         )
 
-    def all(self) -> list[dict]:
-        visible_targets = [t for t in self.targets.iter_rows(named=True) if t["object_id"] in self.visible]
-        rows = self.presence(visible_targets)
-        for t in visible_targets:
+    def localisation(self) -> list[dict]:
+        """NRI, FSD and SSP rows of the visible targets not reserved for presence."""
+        rows = []
+        for t in self.targets.iter_rows(named=True):
+            if t["object_id"] not in self.visible or self.hides(t["label"]):
+                continue
             for make in (self.reference_mcq, self.free_form, self.structured):
                 row = make(t)
                 if row is not None:
                     rows.append(row)
         return rows
 
+    def presence_candidates(self) -> dict[str, list[int]]:
+        """Small-vocabulary label -> its objects in the scene (non-structural), every instance."""
+        out: dict[str, list[int]] = {}
+        for oid, label in sorted(self.labels.items()):
+            if label in SMALL_OBJECT_LABELS and oid not in self.structural:
+                out.setdefault(label, []).append(oid)
+        return out
 
-def absent_labels(scene_labels) -> list[str]:
-    """Vocabulary labels safe to ask about as absent: no object's label or category is, contains or is
-    contained in them word-wise ("bag" is not absent from a scene with a "paper bag")."""
-    present = {normalize_label(label) for label in scene_labels}
-    present |= {small_object_category(label) for label in present}
-    padded = [f" {p} " for p in present]
 
-    def overlaps(label: str) -> bool:
-        word = f" {label} "
-        return any(word in p or p in word for p in padded)
-
-    return sorted({lab for lab in SMALL_OBJECT_LABELS if not overlaps(lab) and not overlaps(small_object_category(lab))})
 
 
 def _cm(distance_m: float) -> int:
@@ -388,13 +344,63 @@ def generate_questions(
     seed: int = 0,
     *,
     budgets: tuple[str, ...],
+    sibling_texts: list[str] | tuple[str, ...] = (),
 ) -> pl.DataFrame:
     """``qa_candidates`` rows (profile ``pinpointqa``) of one scan for every budget of the run
-    (``frame_budgets(config)``); ``split`` is left null."""
+    (``frame_budgets(config)``); ``split`` is left null.
+
+    ``sibling_texts``: what the scan's questions of other profiles show a model (``presence.shown_texts``);
+    a label they name is never a presence positive. Presence rows are positives only (``draw_presence``)."""
     cfg = config or PinpointConfig()
-    rows: list[dict] = []
     lookups = ScanLookups(objects.filter(pl.col("key") == key).sort("object_id"), neighbors.filter(pl.col("key") == key))
-    for budget in budgets:
-        rows += ScanQuestions(key, budget, targets, neighbors, objects, visibility, cfg, seed, lookups=lookups).all()
+    scans = [ScanQuestions(key, b, targets, neighbors, objects, visibility, cfg, seed, lookups=lookups) for b in budgets]
+    first = [sq.localisation() for sq in scans]
+    reserved = reserve_presence_labels(key, scans, first, sibling_texts, cfg, seed)
+    rows: list[dict] = []
+    if reserved:
+        patterns = [label_pattern(label) for label in sorted(reserved)]
+        for sq in scans:
+            sq.hidden = patterns
+        first = [sq.localisation() for sq in scans]
+    for loc in first:
+        rows += loc
+    # A reserved label a localisation question still names (a "bag" beside a "paper bag" target) is not asked.
+    reserved -= named_labels(shown_texts(schemas.from_rows("qa_candidates", rows)), reserved)
+    for sq in scans:
+        for label, ids in sorted(sq.presence_candidates().items()):
+            seen = [i for i in ids if i in sq.visible]
+            if label in reserved and seen:
+                rows.append(presence_row(key, sq.budget, label, True, seen))
     frame = schemas.from_rows("qa_candidates", rows)
     return frame.sort(["budget", "question_type", "id"])
+
+
+def reserve_presence_labels(
+    key: str, scans: list[ScanQuestions], localisation: list[list[dict]], sibling_texts, cfg: PinpointConfig, seed: int
+) -> set[str]:
+    """The scene's small-vocabulary labels asked only in presence (see the module doc).
+
+    A candidate is visible in some budget and not named by the scan's other profiles. Its price is the
+    localisation questions reserving it removes: its own, and the NRI questions it answers. Free ones are all
+    taken; then the cheapest (seeded ties) up to ``tpv_target_share`` of the candidates.
+    """
+    candidates = {
+        label for sq in scans for label, ids in sq.presence_candidates().items() if any(i in sq.visible for i in ids)
+    }
+    candidates -= named_labels(sibling_texts or (), candidates)
+    if not candidates:
+        return set()
+    price = {label: 0 for label in candidates}
+    for sq, rows in zip(scans, localisation):
+        for r in rows:
+            geo = json.loads(r["geometry"])
+            target = sq.labels.get(int(geo["target_id"]))
+            if target in price:
+                price[target] += 1
+            answer = (geo.get("answer") or {}).get("label")
+            if answer in price:
+                price[answer] += 1
+    ranked = sorted(candidates, key=lambda label: (price[label], stable_int("tpv-reserve", seed, key, label), label))
+    free = sum(1 for label in candidates if price[label] == 0)
+    share = int(np.ceil(cfg.questions.tpv_target_share * len(candidates)))
+    return set(ranked[: max(free, share)])

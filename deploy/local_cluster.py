@@ -48,6 +48,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+LETTER_KEY_VARIABLE = "SCAN2QA_LETTER_KEY"  # pipeline.qa.letter_key.ENV_VAR
+
 REPO = Path(__file__).resolve().parents[1]
 DAGSTER_YAML = REPO / "deploy" / "dagster.yaml"
 WORKSPACE = REPO / "workspace.yaml"
@@ -390,6 +392,10 @@ class LocalCluster:
                 "SCAN2QA_OUT": self.uri("out"),
                 "SCAN2QA_STORAGE_OPTIONS": json.dumps(self.storage_options),
             })
+        if os.environ.get(LETTER_KEY_VARIABLE):
+            # One deployment, one letter key: every process that places options holds the same secret (else the
+            # output root's key file serves them all). Tests compare the cluster's tables with a local build's.
+            env[LETTER_KEY_VARIABLE] = os.environ[LETTER_KEY_VARIABLE]
         env.update(self.extra_env)
         env.update(overrides)
         return env

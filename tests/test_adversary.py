@@ -87,3 +87,13 @@ def test_no_scene_is_in_two_folds():
     group = AdversaryGroup(qa, SceneContext(qa))
     folds = pl.DataFrame({"key": qa["key"], "fold": group.fold}).group_by("key").agg(pl.col("fold").n_unique())
     assert folds["fold"].max() == 1
+
+
+def test_stats_carry_the_three_held_out_scores():
+    from pipeline.qa.stats import compute_stats, format_text
+
+    stats = compute_stats(_choices(leak=True))
+    entry = stats["types"][0]
+    assert entry["category_prior"] > 0.45 and entry["adversary"] is not None and entry["adversary_context"] is not None
+    assert stats["tasks"][0]["adversary_context"] == entry["adversary_context"]
+    assert "advctx" in format_text(stats)

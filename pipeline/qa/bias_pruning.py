@@ -9,7 +9,7 @@ constant answer, a per-text rate); the learned adversary
 1. fit the three variants of the adversary (without and with the scene
    context, the category prior) by cross-validation by scene on the kept
    questions;
-2. if every one of them is within the type's bound (choices: chance + 5
+2. if every one of them is within the type's bound, less ``PRUNE_SLACK`` (choices: chance + 5
    points, ``balance.adversary_margin``; presence: 55%; numbers: the type's
    ``balance.max_frequency``, the constant ceiling) stop;
 3. otherwise drop the ``ROUND_SHARE`` of kept questions that a variant over
@@ -43,6 +43,9 @@ PRESENCE_BOUND = 0.55
 ROUND_SHARE = 0.05
 MAX_ROUNDS = 40
 WIDE_CI = 0.20
+# Pruning aims this far under the bound: the released table is read with its letters placed and the other types
+# pruned, and there the held-out scores moved by up to 0.4 points on revsi's 288 scenes (40.1 -> 40.4).
+PRUNE_SLACK = 0.01
 PRUNED_VARIANTS = ("adversary", "adversary_context", "category_prior")  # all three are published; all three are held
 
 
@@ -97,7 +100,7 @@ def prune_group(
             summary["before"] = scores
         if bound is None:
             return keep, reasons, summary
-        over = [v for v, s in scores.items() if s is not None and s > bound + 1e-12]
+        over = [v for v, s in scores.items() if s is not None and s > bound - PRUNE_SLACK + 1e-12]
         if not over:
             return keep, reasons, summary
         room = int(keep.sum()) - floor

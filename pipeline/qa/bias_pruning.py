@@ -72,11 +72,12 @@ def prune_group(
     seed: int,
     keep: np.ndarray | None = None,
     pinned: np.ndarray | None = None,
+    first_round: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """(keep mask, reason of each row dropped here, summary) of one group after Iterative Bias Pruning.
 
     ``keep`` is what the earlier steps kept (all rows: None); the summary holds the rounds, whether the bound
-    was met, and the scores before and after.
+    was met, and the scores before and after; rounds are numbered from ``first_round``.
     """
     keep = np.ones(part.height, dtype=bool) if keep is None else np.asarray(keep, dtype=bool).copy()
     reasons = np.full(part.height, "", dtype=object)
@@ -123,12 +124,13 @@ def prune_group(
         chosen = order[:count]
         summary["rounds"] += 1
         keep[chosen] = False
-        reasons[chosen] = f"the learned blind adversary answered it (round {summary['rounds']})"
+        reasons[chosen] = f"the learned blind adversary answered it (round {first_round - 1 + summary['rounds']})"
         dropped_last = np.zeros(part.height, dtype=bool)
         dropped_last[chosen] = True
 
 
 PINPOINT_TYPES = {"presence": {}, "reference_mcq": {}}  # PinpointQA's choice types: 55% / chance + 5 points
+CONTEXT_PASSES = 3  # pruning passes over a whole table, each reading the scenes as the previous one left them
 
 
 def prune_table(
@@ -137,7 +139,8 @@ def prune_table(
     """(kept rows, ``qa_distribution_drops`` rows) of a table whose ``types`` (type -> balance settings) are pruned.
 
     For tables that do not pass through the answer-distribution control (PinpointQA's ``pinpoint_qa``):
-    per (profile, budget, type) of real-video rows, the scene context being every real-video row of the table.
+    per (profile, budget, type) of real-video rows, the scene context being the table's real-video rows as the
+    previous pass left them (``CONTEXT_PASSES``).
     """
     from pipeline import schemas
     from pipeline.scoring.adversary_features import option_text, with_mentions
@@ -145,24 +148,42 @@ def prune_table(
     types = PINPOINT_TYPES if types is None else types
     real = pl.col("video_kind").fill_null("real") == "real"
     rows = with_mentions(qa.with_row_index("_row").filter(real))
-    context = SceneContext(rows)
-    dropped: list[int] = []
-    records: list[dict] = []
-    for (_, _, question_type), part in sorted(
+    groups = sorted(
         rows.filter(pl.col("question_type").is_in(list(types))).sort("id")
         .partition_by(["profile", "budget", "question_type"], as_dict=True, maintain_order=True).items()
-    ):
-        pins = part["id"].is_in(list(pinned)).to_numpy() if pinned else None
-        keep, reasons, _ = prune_group(part, context, types[question_type], seed, pinned=pins)
-        lost = part.filter(pl.Series(~keep))
+    )
+    kept = {name: np.ones(part.height, dtype=bool) for name, part in groups}
+    why = {name: np.full(part.height, "", dtype=object) for name, part in groups}
+    rounds = {name: 0 for name, _ in groups}
+    gone: list[int] = []
+    for _ in range(CONTEXT_PASSES):
+        # The scene context is what the previous pass kept: dropping a "Yes" whose object another question names
+        # changes what the others reveal, so pruning is repeated on the pruned table until it drops nothing.
+        context = SceneContext(rows.filter(~pl.col("_row").is_in(pl.Series(gone, dtype=rows["_row"].dtype))))
+        changed = False
+        for name, part in groups:
+            pins = part["id"].is_in(list(pinned)).to_numpy() if pinned else None
+            keep, reasons, summary = prune_group(part, context, types[name[2]], seed, kept[name], pins, rounds[name] + 1)
+            lost = kept[name] & ~keep
+            if lost.any():
+                changed = True
+                why[name][lost] = reasons[lost]
+                gone += part["_row"].filter(pl.Series(lost)).to_list()
+            kept[name], rounds[name] = keep, rounds[name] + summary["rounds"]
+        if not changed:
+            break
+    dropped: list[int] = []
+    records: list[dict] = []
+    for name, part in groups:
+        lost = part.filter(pl.Series(~kept[name]))
         dropped += lost["_row"].to_list()
-        for row, why in zip(lost.iter_rows(named=True), reasons[~keep]):
+        for row, reason in zip(lost.iter_rows(named=True), why[name][~kept[name]]):
             options = row["options"] or []
             answer = next((option_text(o) for o in options if o.startswith(f"{row['ground_truth']}. ")), row["ground_truth"])
             records.append({
                 "id": row["id"], "key": row["key"], "profile": row["profile"], "budget": row["budget"],
-                "video_kind": row["video_kind"] or "real", "question_type": question_type,
-                "answer": answer, "answer_class": answer, "reason": str(why),
+                "video_kind": row["video_kind"] or "real", "question_type": name[2],
+                "answer": answer, "answer_class": answer, "reason": str(reason),
             })
     if not dropped:
         return qa, schemas.empty("qa_distribution_drops")

@@ -369,18 +369,20 @@ def _scene_context(real: pl.DataFrame, dropped_rows: list[int]):
     return SceneContext(real.filter(~pl.col("_row").is_in(gone)))
 
 
-def _prune(part: pl.DataFrame, rule: TaskRule, keep: np.ndarray, seed: int, pinned, context, reasons: np.ndarray) -> np.ndarray:
+def _prune(
+    part: pl.DataFrame, rule: TaskRule, keep: np.ndarray, seed: int, pinned, context, reasons: np.ndarray, first_round: int = 1
+) -> tuple[np.ndarray, int]:
     """``keep`` after Iterative Bias Pruning (``bias_pruning``), the constant ceiling and the blind bound held again.
 
     Pruning drops the questions the adversary answers best, which for numbers can leave a denser mode (a
     constant answer over the ceiling) or a blind prior over its bound: both are re-established as
-    ``_hold_blind`` does, and their drops keep their own reasons.
+    ``_hold_blind`` does, and their drops keep their own reasons. Returns (keep, pruning rounds).
     """
     from pipeline.qa.bias_pruning import prune_group
     from pipeline.qa.blind_control import control_blind
 
     settings = balance_settings(rule)
-    pruned, why, summary = prune_group(part, context, settings, seed, keep, pinned)
+    pruned, why, summary = prune_group(part, context, settings, seed, keep, pinned, first_round)
     reasons[keep & ~pruned] = why[keep & ~pruned]
     mcq = bool(part["options"].list.len().max() or 0)
     draws = np.asarray(unit_draws(seed, "distribution/blind", part["id"].to_list()), dtype=float)
@@ -398,7 +400,37 @@ def _prune(part: pl.DataFrame, rule: TaskRule, keep: np.ndarray, seed: int, pinn
         if summary["floor"] is None or held.sum() >= min(summary["floor"], after.sum()):  # never below the floor
             reasons[after & ~held] = BLIND_REASON
             after = held
-    return after
+    return after, summary["rounds"]
+
+
+def _prune_all(ordered: pl.DataFrame, profile: Profile, seed: int, pinned, real_rows: pl.DataFrame, decided: list, dropped: list[int]) -> None:
+    """Iterative Bias Pruning of every group with ``balance.adversary``, updating ``decided`` in place.
+
+    The last selection: the adversary reads each scene as the other rules left it, and pruning repeats
+    (``bias_pruning.CONTEXT_PASSES``) with the scenes as the previous pass left them until a pass drops nothing.
+    """
+    from pipeline.qa.bias_pruning import CONTEXT_PASSES
+
+    dropped = list(dropped)
+    rounds = [0] * len(decided)
+    for _ in range(CONTEXT_PASSES):
+        context = _scene_context(real_rows, dropped)
+        changed = False
+        for index, (_, part) in enumerate(ordered.group_by(list(GROUP), maintain_order=True)):
+            rule = profile.task(part["question_type"][0])
+            if not balance_settings(rule).get("adversary"):
+                continue
+            pins = part["_pinned"].to_numpy() if pinned else None
+            pins = pins if pins is not None and pins.any() else None
+            keep, reasons = decided[index]
+            after, done = _prune(part, rule, keep, seed, pins, context, reasons, rounds[index] + 1)
+            rounds[index] += done
+            if (after != keep).any():
+                changed = True
+                dropped += part["_row"].filter(pl.Series(keep & ~after)).to_list()
+                decided[index] = (after, reasons)
+        if not changed:
+            return
 
 
 def control_distribution(
@@ -422,7 +454,8 @@ def control_distribution(
     dropped_rows: list[int] = []
     records: list[dict] = []
     decided = []
-    for _, part in controlled.sort([*GROUP, "id"]).group_by(list(GROUP), maintain_order=True):
+    ordered = controlled.sort([*GROUP, "id"])
+    for _, part in ordered.group_by(list(GROUP), maintain_order=True):
         rule = profile.task(part["question_type"][0])
         pins = part["_pinned"].to_numpy() if pinned else None
         pins = pins if pins is not None and pins.any() else None
@@ -435,15 +468,10 @@ def control_distribution(
         decided.append((keep, reasons))
         dropped_rows += part["_row"].filter(pl.Series(~keep)).to_list()
     if pruning:
-        # Pruning is the last selection: the adversary reads each scene as the other rules left it.
-        context = _scene_context(real_rows, dropped_rows)
+        _prune_all(ordered, profile, seed, pinned, real_rows, decided, dropped_rows)
         dropped_rows = []
-    for (_, part), (keep, reasons) in zip(controlled.sort([*GROUP, "id"]).group_by(list(GROUP), maintain_order=True), decided):
+    for (_, part), (keep, reasons) in zip(ordered.group_by(list(GROUP), maintain_order=True), decided):
         rule = profile.task(part["question_type"][0])
-        if pruning and balance_settings(rule).get("adversary"):
-            pins = part["_pinned"].to_numpy() if pinned else None
-            pins = pins if pins is not None and pins.any() else None
-            keep = _prune(part, rule, keep, seed, pins, context, reasons)
         if keep.all():
             continue
         bin_width = float(balance_settings(rule).get("bin_width", 0.1))

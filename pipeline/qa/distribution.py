@@ -30,6 +30,10 @@ configured per task in the profile's ``balance`` block (revsi only; the
   selection at all meets it (every answer alike) does the type keep its
   share-capped set, its baseline shown in ``scan2qa stats``;
 * ``blind``: the text-only baseline is held to chance (``blind_control``);
+* ``adversary``: Iterative Bias Pruning (``bias_pruning``) against the learned
+  blind adversary, the last selection: it runs once every group's other rules
+  have decided, so the adversary reads each scene's other questions as they
+  left them; the constant ceiling and the blind bound are re-established after it;
 * the control never raises a baseline: a numeric mode depends on which
   questions are kept, so a choice of survivors that scores above the whole
   group is replaced by another seeded choice that does not (or none is dropped).
@@ -349,6 +353,86 @@ def _content_bound(part: pl.DataFrame, rule: TaskRule, mcq: bool, keep: np.ndarr
     return target[1] if target is not None else -math.inf
 
 
+def _with_mentions(qa: pl.DataFrame, balanced: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(the controlled rows, every real-video row), both with their mentions (``adversary_features``)."""
+    from pipeline.scoring.adversary_features import with_mentions
+
+    real = with_mentions(qa.with_row_index("_row").filter(pl.col("video_kind").fill_null("real") == "real"))
+    return real.filter(pl.col("question_type").is_in(balanced)), real
+
+
+def _scene_context(real: pl.DataFrame, dropped_rows: list[int]):
+    """The scene context of the real-video questions the earlier steps kept."""
+    from pipeline.scoring.adversary_features import SceneContext
+
+    gone = pl.Series("_gone", dropped_rows, dtype=real["_row"].dtype)
+    return SceneContext(real.filter(~pl.col("_row").is_in(gone)))
+
+
+def _prune(
+    part: pl.DataFrame, rule: TaskRule, keep: np.ndarray, seed: int, pinned, context, reasons: np.ndarray, first_round: int = 1
+) -> tuple[np.ndarray, int]:
+    """``keep`` after Iterative Bias Pruning (``bias_pruning``), the constant ceiling and the blind bound held again.
+
+    Pruning drops the questions the adversary answers best, which for numbers can leave a denser mode (a
+    constant answer over the ceiling) or a blind prior over its bound: both are re-established as
+    ``_hold_blind`` does, and their drops keep their own reasons. Returns (keep, pruning rounds).
+    """
+    from pipeline.qa.bias_pruning import prune_group
+    from pipeline.qa.blind_control import control_blind
+
+    settings = balance_settings(rule)
+    pruned, why, summary = prune_group(part, context, settings, seed, keep, pinned, first_round)
+    reasons[keep & ~pruned] = why[keep & ~pruned]
+    mcq = bool(part["options"].list.len().max() or 0)
+    draws = np.asarray(unit_draws(seed, "distribution/blind", part["id"].to_list()), dtype=float)
+    ceiling = settings.get("max_frequency")
+    after = pruned
+    if not mcq and settings.get("ceiling_on") == "best_constant" and ceiling is not None:
+        values = np.asarray([math.nan if v is None else v for v in part["answer_value"].to_list()], dtype=float)
+        if (best_constant_score(values[after]) or 0.0) > float(ceiling) + 1e-12:
+            again = keep_under_ceiling(values, draws, after, float(ceiling), pinned)
+            if again.any():
+                reasons[after & ~again] = f"a constant answer scored above {100 * float(ceiling):g}% (after pruning)"
+                after = again
+    if settings.get("blind"):
+        held = control_blind(part, rule, after, draws, pinned, mcq)
+        if summary["floor"] is None or held.sum() >= min(summary["floor"], after.sum()):  # never below the floor
+            reasons[after & ~held] = BLIND_REASON
+            after = held
+    return after, summary["rounds"]
+
+
+def _prune_all(ordered: pl.DataFrame, profile: Profile, seed: int, pinned, real_rows: pl.DataFrame, decided: list, dropped: list[int]) -> None:
+    """Iterative Bias Pruning of every group with ``balance.adversary``, updating ``decided`` in place.
+
+    The last selection: the adversary reads each scene as the other rules left it, and pruning repeats
+    (``bias_pruning.CONTEXT_PASSES``) with the scenes as the previous pass left them until a pass drops nothing.
+    """
+    from pipeline.qa.bias_pruning import CONTEXT_PASSES
+
+    dropped = list(dropped)
+    rounds = [0] * len(decided)
+    for _ in range(CONTEXT_PASSES):
+        context = _scene_context(real_rows, dropped)
+        changed = False
+        for index, (_, part) in enumerate(ordered.group_by(list(GROUP), maintain_order=True)):
+            rule = profile.task(part["question_type"][0])
+            if not balance_settings(rule).get("adversary"):
+                continue
+            pins = part["_pinned"].to_numpy() if pinned else None
+            pins = pins if pins is not None and pins.any() else None
+            keep, reasons = decided[index]
+            after, done = _prune(part, rule, keep, seed, pins, context, reasons, rounds[index] + 1)
+            rounds[index] += done
+            if (after != keep).any():
+                changed = True
+                dropped += part["_row"].filter(pl.Series(keep & ~after)).to_list()
+                decided[index] = (after, reasons)
+        if not changed:
+            return
+
+
 def control_distribution(
     qa: pl.DataFrame, profile: Profile, seed: int, pinned: Collection[str] = frozenset()
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -361,11 +445,17 @@ def control_distribution(
     controlled = qa.with_row_index("_row").filter(real)
     if controlled.is_empty():
         return qa, schemas.empty("qa_distribution_drops")
+    pruning = any(balance_settings(rule).get("adversary") for rule in profile.tasks.values())
+    real_rows = None
+    if pruning:
+        controlled, real_rows = _with_mentions(qa, balanced)
     if pinned:
         controlled = controlled.with_columns(id_among(pinned).alias("_pinned"))
     dropped_rows: list[int] = []
     records: list[dict] = []
-    for _, part in controlled.sort([*GROUP, "id"]).group_by(list(GROUP), maintain_order=True):
+    decided = []
+    ordered = controlled.sort([*GROUP, "id"])
+    for _, part in ordered.group_by(list(GROUP), maintain_order=True):
         rule = profile.task(part["question_type"][0])
         pins = part["_pinned"].to_numpy() if pinned else None
         pins = pins if pins is not None and pins.any() else None
@@ -375,11 +465,19 @@ def control_distribution(
             blind_keep = _hold_blind(part, rule, keep, seed, pins)
             reasons[keep & ~blind_keep] = BLIND_REASON
             keep = blind_keep
+        decided.append((keep, reasons))
+        dropped_rows += part["_row"].filter(pl.Series(~keep)).to_list()
+    if pruning:
+        _prune_all(ordered, profile, seed, pinned, real_rows, decided, dropped_rows)
+        dropped_rows = []
+    for (_, part), (keep, reasons) in zip(ordered.group_by(list(GROUP), maintain_order=True), decided):
+        rule = profile.task(part["question_type"][0])
         if keep.all():
             continue
         bin_width = float(balance_settings(rule).get("bin_width", 0.1))
         lost = part.filter(pl.Series(~keep))
-        dropped_rows += lost["_row"].to_list()
+        if pruning:
+            dropped_rows += lost["_row"].to_list()
         lost_reasons = reasons[~keep].tolist()
         for row, cls, answer, why in zip(lost.iter_rows(named=True), _classes(lost, bin_width), content_answers(lost), lost_reasons):
             records.append(

@@ -95,7 +95,8 @@ def _task(name: str, question_type: str, spec: Any) -> TaskRule:
     )
 
 
-_BALANCE_KEYS = frozenset({"bin_width", "max_share", "max_frequency", "ceiling_on", "dedupe", "blind", "blind_margin"})
+_BALANCE_KEYS = frozenset({"bin_width", "max_share", "max_frequency", "ceiling_on", "dedupe", "blind", "blind_margin",
+                           "adversary", "adversary_margin"})
 
 
 def _balance(where: str, spec: Any) -> dict[str, Any]:

@@ -16,8 +16,10 @@ frequent correct option text, e.g. "left"; SPEC §6's definition and the bias
 letter balancing cannot remove). For numbers both are the mode scored with
 MRA, and ``best`` is the best score of any one answer (the prior a model can
 learn; never below the mode's, over every real number, so it bounds the mode whatever the tie-break).
-``blind`` is the text-only guesser of ``pipeline.scoring.blind`` (prior fitted on other scenes), and
-``ci95`` the width of the 95% interval a type of n questions gives a score, flagged over 20 points.
+``blind`` is the text-only guesser of ``pipeline.scoring.blind`` (prior fitted on other scenes);
+``adversary``, ``adversary_context`` and ``category_prior`` the held-out scores of the learned blind
+adversary (``pipeline.scoring.adversary``: trees on the question, on the question and its scene's other
+questions, and a target-encoded category prior alone), and ``ci95`` the width of the 95% interval a type of n questions gives a score, flagged over 20 points.
 
 When the answer-distribution control's record (``<qa stem>_distribution_drops.parquet``
 beside the table, see ``pipeline.qa.distribution``) exists, every type also shows
@@ -37,6 +39,7 @@ import polars as pl
 
 from pipeline.groups import sorted_groups
 from pipeline.qa.distribution import content_frequency, drops_path
+from pipeline.scoring.adversary import VARIANTS, adversary_scores
 from pipeline.scoring.best_constant import best_constant
 from pipeline.scoring.blind import blind_scores
 from pipeline.scoring.metrics import answer_kind, chance_score, frequency_baseline, mean_or_none, task_of
@@ -164,6 +167,7 @@ def compute_stats(
     } if qa.height else {}
     dropped = _drops_by_group(drops)
     blind = blind_scores(qa, by=GROUP, where=where)
+    adversary = adversary_scores(qa, where=where)
     groups = []
     for group_key, group in sorted_groups(qa, GROUP, where=where):
         values = dict(zip(GROUP, group_key))
@@ -184,6 +188,9 @@ def compute_stats(
             entry["best_constant_baseline"] = found[0] if found else None
             entry["best_constant_answer"] = round(found[1], 4) if found else None
         entry["blind_baseline"] = blind.get(tuple(values[c] for c in GROUP))
+        learned = adversary.get(tuple(values[c] for c in GROUP), {})
+        for variant in VARIANTS:
+            entry[variant] = learned.get(variant)
         entry["ci95_width"] = ci95_width(kind, question_type, ground_truths, options)
         entry["ci_wide"] = entry["ci95_width"] is not None and entry["ci95_width"] > WIDE_CI
         if kind in ("mcq", "nq"):
@@ -203,8 +210,11 @@ def compute_stats(
     for entry in groups:
         k = (entry["profile"], entry["budget"], entry["video_kind"], task_of(entry["question_type"]))
         t = tasks.setdefault(
-            k, {"random": [], "frequency": [], "content": [], "before": [], "best": [], "blind": [], "questions": 0, "dropped": 0}
+            k, {"random": [], "frequency": [], "content": [], "before": [], "best": [], "blind": [], "questions": 0, "dropped": 0,
+                **{variant: [] for variant in VARIANTS}}
         )
+        for variant in VARIANTS:
+            t[variant].append(entry.get(variant))
         t["random"].append(entry["random_baseline"])
         t["best"].append(entry.get("best_constant_baseline"))
         t["blind"].append(entry.get("blind_baseline"))
@@ -227,6 +237,7 @@ def compute_stats(
             "content_frequency_before_control": mean_or_none(v["before"]),
             "best_constant_baseline": mean_or_none(v["best"]),
             "blind_baseline": mean_or_none(v["blind"]),
+            **{variant: mean_or_none(v[variant]) for variant in VARIANTS},
         }
         for k, v in sorted(tasks.items())
     ]
@@ -240,7 +251,8 @@ def baseline_rows(qa: pl.DataFrame, drops: pl.DataFrame | None = None, where: pl
     distribution control), answer (the frequency answer), frequency (by letter
     for choices), content (by option text), before (content baseline before the
     control), best_constant (numbers: the best score of any one answer) and best_constant_answer, blind
-    (the text-only baseline, ``pipeline.scoring.blind``), candidates (kept + dropped by the control),
+    (the text-only baseline, ``pipeline.scoring.blind``), adversary, adversary_context and category_prior
+    (the learned blind adversary's held-out scores, ``pipeline.scoring.adversary``), candidates (kept + dropped by the control),
     ci95_width and ci_wide (wider than ``WIDE_CI``). Profiles are never merged: revsi and vsibench share
     type names.
     """
@@ -252,7 +264,7 @@ def baseline_rows(qa: pl.DataFrame, drops: pl.DataFrame | None = None, where: pl
             "frequency": e["frequency_baseline"], "content": e["content_frequency_baseline"],
             "before": e.get("content_frequency_before_control"),
             "best_constant": e.get("best_constant_baseline"), "best_constant_answer": e.get("best_constant_answer"),
-            "blind": e.get("blind_baseline"), "candidates": e.get("candidates", e["questions"]),
+            "blind": e.get("blind_baseline"), **{variant: e.get(variant) for variant in VARIANTS}, "candidates": e.get("candidates", e["questions"]),
             "ci95_width": e.get("ci95_width"), "ci_wide": e.get("ci_wide", False),
         }
         for e in compute_stats(qa, drops, describe=False, where=where)["types"]
@@ -288,7 +300,8 @@ def format_text(stats: dict) -> str:
     lines = [f"{stats['questions']} questions", ""]
     header = (
         f"{'profile':10} {'budget':6} {'video':11} {'question_type':36} {'n':>6} {'cand':>5} {'drop':>5} {'rand':>5} "
-        f"{'freq':>5} {'content':>7} {'before':>6} {'best':>5} {'at':>8} {'blind':>5} {'ci95':>6}  answers"
+        f"{'freq':>5} {'content':>7} {'before':>6} {'best':>5} {'at':>8} {'blind':>5} {'adv':>5} {'advctx':>6} {'catpr':>5} "
+        f"{'ci95':>6}  answers"
     )
     lines += [header, "-" * len(header)]
     for e in stats["types"]:
@@ -298,19 +311,21 @@ def format_text(stats: dict) -> str:
             f"{e.get('candidates', e['questions']):5d} {e.get('distribution_dropped', 0):5d} {_pct(e['random_baseline'])} "
             f"{_pct(e['frequency_baseline'])}   {_pct(e['content_frequency_baseline'])} "
             f"{_pct(e.get('content_frequency_before_control'))} {_pct(e.get('best_constant_baseline'))} "
-            f"{'-' if at is None else f'{at:g}':>8} {_pct(e.get('blind_baseline'))} {_ci(e)}  {_distribution_text(e)}"
+            f"{'-' if at is None else f'{at:g}':>8} {_pct(e.get('blind_baseline'))} {_pct(e.get('adversary'))} "
+            f" {_pct(e.get('adversary_context'))} {_pct(e.get('category_prior'))} {_ci(e)}  {_distribution_text(e)}"
         )
     lines += [
         "",
         f"{'profile':10} {'budget':6} {'video':11} {'task':36} {'n':>6} {'drop':>5} {'rand':>5} {'freq':>5} "
-        f"{'content':>7} {'before':>6} {'best':>5} {'blind':>5}",
+        f"{'content':>7} {'before':>6} {'best':>5} {'blind':>5} {'adv':>5} {'advctx':>6} {'catpr':>5}",
     ]
     for t in stats["tasks"]:
         lines.append(
             f"{t['profile']:10} {t['budget']:6} {t['video_kind']:11} {t['task']:36} {t['questions']:6d} "
             f"{t['distribution_dropped']:5d} {_pct(t['random_baseline'])} {_pct(t['frequency_baseline'])} "
             f"  {_pct(t['content_frequency_baseline'])} {_pct(t['content_frequency_before_control'])} "
-            f"{_pct(t['best_constant_baseline'])} {_pct(t['blind_baseline'])}"
+            f"{_pct(t['best_constant_baseline'])} {_pct(t['blind_baseline'])} {_pct(t['adversary'])}  "
+            f"{_pct(t['adversary_context'])} {_pct(t['category_prior'])}"
         )
     wide = [e["question_type"] for e in stats["types"] if e.get("ci_wide")]
     lines += [
@@ -320,7 +335,9 @@ def format_text(stats: dict) -> str:
         "letter; numbers: the mode, ties to the smallest); content: most frequent answer content (choices: option "
         "text; numbers: the mode, MRA); before: content baseline before the control; best: best score of any one "
         "numeric answer (every constant, whatever the mode's tie-break) and at: that answer; blind: text-only "
-        "guesser, prior fitted on other scenes; ci95: width of the 95% interval of a score on n questions "
+        "guesser, prior fitted on other scenes; adv / advctx / catpr: the learned blind adversary's held-out score "
+        "(trees on the question; with the scene's other questions; the category prior alone), cross-validated by "
+        "scene; ci95: width of the 95% interval of a score on n questions "
         f"(! wider than {100 * WIDE_CI:g} points).",
     ]
     if wide:

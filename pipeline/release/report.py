@@ -526,6 +526,8 @@ def render_report(
         "types: the mode scored with MRA; choices: by letter and by content (option text). <em>best constant</em>: "
         "the best score of any one numeric answer (whatever the mode's tie-break), at the answer shown; "
         "<em>blind</em>: a guesser reading only the question and options, its prior fitted on other scenes; "
+        "<em>adversary</em>, <em>+ context</em>, <em>category prior</em>: the learned blind adversary's held-out "
+        "score (trees on the question; with the scene's other questions; the category prior alone), by scene; "
         "<em>candidates</em>: questions the answer-distribution control saw, <em>dropped</em>: those it removed; "
         "<em>before</em>: the content baseline before it; <em>95% CI</em>: the width of a score's interval on this "
         "many questions (flagged over 20 points: too few to rank models).</p>"
@@ -538,10 +540,11 @@ def render_report(
         parts.append(
             _table(
                 ["profile", "question type", "budget", "answer", "by letter", "by content", "best constant", "at",
-                 "blind", "questions", "candidates", "dropped", "before", "95% CI (points)"],
+                 "blind", "adversary", "+ context", "category prior", "questions", "candidates", "dropped", "before", "95% CI (points)"],
                 [[r["profile"], r["question_type"], r["budget"], _esc(r["answer"]), pct(r["frequency"]), pct(r["content"]),
                   pct(r["best_constant"]), "" if r["best_constant_answer"] is None else f"{r['best_constant_answer']:g}",
-                  pct(r["blind"]), r["questions"], r["candidates"], r["dropped"], pct(r["before"]), ci(r)]
+                  pct(r["blind"]), pct(r.get("adversary")), pct(r.get("adversary_context")), pct(r.get("category_prior")),
+                  r["questions"], r["candidates"], r["dropped"], pct(r["before"]), ci(r)]
                  for r in sorted(rows, key=lambda r: (r["profile"], r["question_type"], r["budget"]))],
                 left=3,
             )

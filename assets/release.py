@@ -50,6 +50,7 @@ def reviewer_verdicts(storage: StorageResource, run_config: RunConfigResource) -
 
 
 ALL_SCANS_CHECK = "all_registered_scans_released"
+ADVERSARY_CHECK = "blind_adversary_within_bounds"
 RELEASE_URL = "SCAN2QA_RELEASE_URL"  # the HTTP address the releases folder is served at (make ui: 127.0.0.1:3001)
 
 
@@ -69,10 +70,17 @@ def page_link(path, version: str, page: str) -> dg.MetadataValue:
     group_name="release",
     description="gated, atomic release with manifest, reviewer report and Data Docs (the one Great Expectations gate)",
     automation_condition=dataset_automation(),
-    check_specs=[dg.AssetCheckSpec(
-        ALL_SCANS_CHECK, asset="release",
-        description="every registered scan is in the release (warns, naming each scan left out and why)",
-    )],
+    check_specs=[
+        dg.AssetCheckSpec(
+            ALL_SCANS_CHECK, asset="release",
+            description="every registered scan is in the release (warns, naming each scan left out and why)",
+        ),
+        dg.AssetCheckSpec(
+            ADVERSARY_CHECK, asset="release",
+            description="the learned blind adversary (SPEC §6) scores within its bound on every pruned question type "
+            "(warns, naming each type over it)",
+        ),
+    ],
     **file_asset(__name__, {"great_expectations", "html"}),
 )
 def release(
@@ -113,7 +121,7 @@ def release(
             "rejected_by_reviewers": len(outcome.rejected),
             "orphan_verdicts": len(outcome.orphan_verdicts),
         },
-        check_results=[all_scans_released(excluded, registered)],
+        check_results=[all_scans_released(excluded, registered), adversary_within_bounds(manifest["checks"]["baselines"])],
     )
 
 
@@ -130,4 +138,35 @@ def all_scans_released(excluded: list[dict], registered: int) -> dg.AssetCheckRe
             "excluded scans": dg.MetadataValue.int(len(excluded)),
             "scans": dg.MetadataValue.json({e["key"]: f"{e['state']}: {e['error']}" for e in excluded}),
         },
+    )
+
+
+def _pruned_settings(profile: str, question_type: str) -> dict | None:
+    """Balance settings of a type Iterative Bias Pruning holds (revsi's ``adversary: true`` types, PinpointQA's
+    presence and reference questions), None for the rest (vsibench reproduces VSI-Bench's biases on purpose)."""
+    from pipeline.qa.bias_pruning import PINPOINT_TYPES
+    from pipeline.qa.profiles import PROFILE_DIR, load_profile
+
+    if profile == "pinpointqa":
+        return PINPOINT_TYPES.get(question_type)
+    if not (PROFILE_DIR / f"{profile}.yaml").is_file():
+        return None
+    task = load_profile(profile).tasks.get(question_type)
+    balance = dict(task.balance or {}) if task is not None else {}
+    return balance if balance.get("adversary") else None
+
+
+def adversary_within_bounds(baselines: list[dict]) -> dg.AssetCheckResult:
+    """Fails (WARN) when a pruned type's learned blind adversary still scores over its bound (a type pruning left at
+    its floor, or too small to prune): the benchmark is published, and the types a text-only model passes are named."""
+    from pipeline.qa.bias_pruning import adversary_overruns
+
+    lines = adversary_overruns(baselines, _pruned_settings)
+    return dg.AssetCheckResult(
+        check_name=ADVERSARY_CHECK,
+        passed=not lines,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=(f"{len(lines)} question types a text-only learned model answers over their bound" if lines
+                     else "every pruned question type within its bound"),
+        metadata={"over bound": dg.MetadataValue.md("\n".join(f"- {line}" for line in lines) or "none")},
     )

@@ -33,7 +33,7 @@ def test_every_suite_is_a_blocking_check_on_its_own_table():
     attached = {name.removesuffix("_expectations") for _, name in checks}
     assert {suite.table for suite in build_suites(budgets=BUDGETS)} <= attached
     assert {name for asset, name in checks if asset == "qa"} == {"qa_expectations", "qa_distribution_expectations"}
-    for key in graph.asset_check_keys:  # every suite blocks; the release's warning on scans left out does not
+    for key in graph.asset_check_keys:  # every suite blocks; the release's warnings (scans left out, the blind adversary) do not
         assert graph.get_check_spec(key).blocking == key.name.endswith("_expectations"), key
 
 

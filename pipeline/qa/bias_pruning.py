@@ -191,3 +191,29 @@ def prune_table(
     mask[dropped] = False
     records.sort(key=lambda r: (r["profile"], r["budget"], r["question_type"], r["id"]))
     return qa.filter(pl.Series(mask)), schemas.from_rows("qa_distribution_drops", records)
+
+
+def adversary_overruns(baselines: list[dict], settings_of) -> list[str]:
+    """One line per released real-video type whose learned adversary scores over its bound, of the types pruning
+    holds (``settings_of(profile, question_type)`` gives their balance settings, None for a type not pruned).
+
+    What pruning could not meet (a type at its floor, a pool too small) must not pass silently: the release's
+    check warns with these lines, and the manifest's ``checks.baselines`` holds the figures.
+    """
+    lines = []
+    for row in baselines:
+        if row.get("video_kind", "real") != "real":
+            continue
+        settings = settings_of(row["profile"], row["question_type"])
+        if settings is None:
+            continue
+        kind = "yesno" if row["question_type"] == "presence" else ("nq" if row.get("best_constant") is not None else "mcq")
+        bound = adversary_bound(kind, settings, float(row.get("random") or 0.0))
+        if bound is None:
+            continue
+        over = {v: row[v] for v in PRUNED_VARIANTS if row.get(v) is not None and row[v] > bound + 1e-9}
+        if over:
+            scores = ", ".join(f"{v} {100 * x:.1f}" for v, x in over.items())
+            lines.append(f"{row['profile']} {row['budget']} {row['question_type']} ({row['questions']} questions): "
+                         f"{scores} over {100 * bound:.1f}")
+    return lines

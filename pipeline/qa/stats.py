@@ -264,7 +264,7 @@ def baseline_rows(qa: pl.DataFrame, drops: pl.DataFrame | None = None, where: pl
             "frequency": e["frequency_baseline"], "content": e["content_frequency_baseline"],
             "before": e.get("content_frequency_before_control"),
             "best_constant": e.get("best_constant_baseline"), "best_constant_answer": e.get("best_constant_answer"),
-            "blind": e.get("blind_baseline"), **{variant: e.get(variant) for variant in VARIANTS}, "candidates": e.get("candidates", e["questions"]),
+            "random": e.get("random_baseline"), "blind": e.get("blind_baseline"), **{variant: e.get(variant) for variant in VARIANTS}, "candidates": e.get("candidates", e["questions"]),
             "ci95_width": e.get("ci95_width"), "ci_wide": e.get("ci_wide", False),
         }
         for e in compute_stats(qa, drops, describe=False, where=where)["types"]

@@ -6,13 +6,35 @@ of them print the innermost cause of the first failed step (a ``ScanError``
 already reads "<scan>: <file>: <problem>"; anything else is prefixed with the
 step that raised it), so a user sees the same line in the terminal, the
 manifest and the reviewer report.
+
+A per-scan step that meets a bad scan fails with ``scan_failure``: a
+``dg.Failure`` whose description is that one line (and whose metadata names the
+scan, file and problem), raised from the ``ScanError`` so the UI shows the line
+first and the trace below it, and the readers here still find the ``ScanError``
+as the innermost cause.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import dagster as dg
+
+
+@contextmanager
+def scan_failure() -> Iterator[None]:
+    """Turn a ``ScanError`` raised inside into the step's ``dg.Failure`` (the UI reads a Failure's description first;
+    any other exception is left as Dagster shows it)."""
+    from pipeline.errors import ScanError
+
+    try:
+        yield
+    except ScanError as exc:
+        raise dg.Failure(
+            description=str(exc),
+            metadata={"scan": exc.key, "file": dg.MetadataValue.path(exc.file), "problem": exc.problem},
+        ) from exc
 
 
 def step_failure_line(events: Iterable[dg.DagsterEvent], key: str | None = None) -> str | None:

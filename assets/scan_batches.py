@@ -16,7 +16,8 @@ recorded per partition (``record_check_results``): Dagster 1.13 keeps one
 result per check per step, so the step logs each scan's evaluation itself and
 returns the range's verdict as the step's result.
 
-A scan that fails (a ``ScanError`` naming its file, or a failed blocking check)
+A run of one scan whose step meets a bad scan fails with that scan's one line as the failure's description
+(``assets.run_errors.scan_failure``). A scan of a range that fails (a ``ScanError`` naming its file, or a failed blocking check)
 fails the step after every scan of the range has been tried, with one line per
 failed scan (``BatchFailure``): Dagster records every partition of the run as
 failed, the membership names the scan that broke with its own line and the
@@ -34,6 +35,7 @@ from typing import Any, TypeVar
 import dagster as dg
 import polars as pl
 
+from assets.run_errors import scan_failure
 from pipeline.table_scan import ScanTables  # noqa: F401 - a step over a range returns one
 
 SCANS_PER_RUN_ENV = "SCAN2QA_SCANS_PER_RUN"
@@ -161,7 +163,8 @@ def per_scan(
     """``build(key, **tables)`` for the run's scan, or a ``ScanTables`` of it for every scan of the run's range,
     each given only its own rows of ``tables`` (a range's inputs hold every scan of the range)."""
     if not in_range(context):
-        return build(context.partition_key, **tables)
+        with scan_failure():
+            return build(context.partition_key, **tables)
     return ScanTables(each_scan(
         context, step, lambda key: build(key, **{name: only_scan(table, key) for name, table in tables.items()})
     ))

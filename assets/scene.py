@@ -21,6 +21,7 @@ import polars as pl
 from assets.catalog import path_value, table_out
 from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG, scan_partitions
 from assets.progress import Heartbeat
+from assets.run_errors import scan_failure
 from assets.scan_batches import ScanTables, each_scan, in_range, record_check_results, scan_backfill_policy
 from assets.table_checks import SCENE_SUITES, check_spec, scene_checks
 from pipeline.config import Config
@@ -170,7 +171,8 @@ def scene(context: dg.AssetExecutionContext, storage: StorageResource, run_confi
             context, "scene", {key: scene_checks(tables, config) for key, tables in built.items()}
         )
         return
-    tables, parsed = scene_of(context, config, context.partition_key)
+    with scan_failure():  # the step's failure reads the scan's one line (the run's other steps use per_scan)
+        tables, parsed = scene_of(context, config, context.partition_key)
     # The fingerprint discovery took of the scan folder: the sensor skips a scan already built from these files.
     recorded = {"source": path_value(parsed.source_uri)}
     if context.run.tags.get(FINGERPRINT_TAG):

@@ -154,10 +154,10 @@ def test_question_id_carries_no_answer(build):
 
 def test_pinpoint_question_id_ignores_option_order(monkeypatch):
     """PinpointQA's ids hash (scan, budget, type, text, the sorted set of objects used), so reshuffled options keep it."""
-    from pipeline.pinpoint import questions
+    from pipeline.pinpoint import questions, rows
 
     seen = []
-    monkeypatch.setattr(questions, "question_id", lambda *a: seen.append(a) or "x")
+    monkeypatch.setattr(rows, "question_id", lambda *a: seen.append(a) or "x")
     maker = questions.ScanQuestions.__new__(questions.ScanQuestions)
     maker.key, maker.budget, maker.dataset, maker.scene_id = "scannet/scene0000_00", "all", "scannet", "scene0000_00"
     first = maker._row("reference_mcq", "t", "q?", "A", [3, 1, 2], options=["A. x", "B. y"])

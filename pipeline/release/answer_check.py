@@ -207,8 +207,10 @@ def _route(row, geometry, facts):
 
 def _presence(row, geometry, facts):
     if geometry.get("present"):
-        obj = int(geometry["target_id"])
-        return "The asked object in the scan", [_li(f"{_named(facts, obj)} is in the scan", target=obj)]
+        # ``object_ids``: every instance of the asked label (the presence draw); ``target_id``: older releases.
+        ids = [int(o) for o in geometry.get("object_ids") or [geometry["target_id"]]]
+        text = " and ".join(_named(facts, o) for o in ids)
+        return "The asked object in the scan", [_li(f"{text} {'is' if len(ids) == 1 else 'are'} in the scan", target=ids[0])]
     return "The asked object in the scan", [_li("no object of the scan has the asked label", target="")]
 
 

@@ -53,8 +53,10 @@ def test_a_complete_release_has_no_exclusion_lines(tmp_path):
     assert "12 questions over 1 scans." in page
 
 
-def test_the_release_asset_warns_and_counts_the_scans_left_out(tmp_path):
-    from assets.release import ALL_SCANS_CHECK, release
+def materialize_release(tmp_path):
+    """The release asset materialized in process over the output root ``_out_root`` writes, with a stub
+    ``scan_membership`` (one scan built, two left out): its ``ExecuteInProcessResult``."""
+    from assets.release import release
     from resources.defaults import default_resources
     from resources.storage import StorageResource
 
@@ -65,8 +67,14 @@ def test_the_release_asset_warns_and_counts_the_scans_left_out(tmp_path):
         return _membership()
 
     storage_resource = StorageResource(scans_root=str(tmp_path / "scans"), output_root=str(tmp_path / "out"))
-    result = dg.materialize([membership_stub, release], resources=default_resources(storage_resource),
-                            instance=dg.DagsterInstance.ephemeral())
+    return dg.materialize([membership_stub, release], resources=default_resources(storage_resource),
+                          instance=dg.DagsterInstance.ephemeral())
+
+
+def test_the_release_asset_warns_and_counts_the_scans_left_out(tmp_path):
+    from assets.release import ALL_SCANS_CHECK
+
+    result = materialize_release(tmp_path)
     assert result.success
     [materialization] = [m for m in result.asset_materializations_for_node("release")]
     metadata = materialization.metadata

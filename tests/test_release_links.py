@@ -10,27 +10,13 @@ import urllib.request
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import dagster as dg
-import polars as pl
 import pytest
 
-from tests.test_release_exclusions import _membership, _out_root
+from tests.test_release_exclusions import materialize_release
 
 
 def _materialize_release(tmp_path) -> dict:
-    from assets.release import release
-    from resources.defaults import default_resources
-    from resources.storage import StorageResource
-
-    _out_root(tmp_path)
-
-    @dg.asset(name="scan_membership")
-    def membership_stub() -> pl.DataFrame:
-        return _membership()
-
-    storage = StorageResource(scans_root=str(tmp_path / "scans"), output_root=str(tmp_path / "out"))
-    result = dg.materialize([membership_stub, release], resources=default_resources(storage),
-                            instance=dg.DagsterInstance.ephemeral())
-    [materialization] = result.asset_materializations_for_node("release")
+    [materialization] = materialize_release(tmp_path).asset_materializations_for_node("release")
     return materialization.metadata
 
 

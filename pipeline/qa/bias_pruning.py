@@ -29,6 +29,7 @@ same input always gives the same rounds.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import polars as pl
@@ -86,11 +87,15 @@ def prune_group(
     keep: np.ndarray | None = None,
     pinned: np.ndarray | None = None,
     first_round: int = 1,
+    guard: Callable[[np.ndarray], bool] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """(keep mask, reason of each row dropped here, summary) of one group after Iterative Bias Pruning.
 
     ``keep`` is what the earlier steps kept (all rows: None); the summary holds the rounds, whether the bound
-    was met, and the scores before and after; rounds are numbered from ``first_round``.
+    was met, and the scores before and after; rounds are numbered from ``first_round``. ``guard`` (a kept mask
+    -> whether the other published baselines still hold on it) vetoes a round: dropping what the adversary knows
+    can leave a denser most-frequent answer, and a round that lifts one blind baseline to lower another is no
+    gain; pruning then stops there, the bound unmet.
     """
     keep = np.ones(part.height, dtype=bool) if keep is None else np.asarray(keep, dtype=bool).copy()
     reasons = np.full(part.height, "", dtype=object)
@@ -135,6 +140,12 @@ def prune_group(
         count = min(room, max(1, math.ceil(round_share(scores, over, bound) * keep.sum())), eligible.size)
         order = eligible[np.lexsort((id_rank[eligible], draws[eligible], -strength[eligible]))]
         chosen = order[:count]
+        if guard is not None:
+            trial = keep.copy()
+            trial[chosen] = False
+            if not guard(trial):
+                summary["met"] = False
+                return keep, reasons, summary
         summary["rounds"] += 1
         keep[chosen] = False
         reasons[chosen] = f"the learned blind adversary answered it (round {first_round - 1 + summary['rounds']})"

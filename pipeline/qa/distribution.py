@@ -376,15 +376,21 @@ def _prune(
 
     Pruning drops the questions the adversary answers best, which for numbers can leave a denser mode (a
     constant answer over the ceiling) or a blind prior over its bound: both are re-established as
-    ``_hold_blind`` does, and their drops keep their own reasons. Returns (keep, pruning rounds).
+    ``_hold_blind`` does, and their drops keep their own reasons. Neither pruning nor those steps may lift the
+    content baseline over where it was or its bound (``_content_bound``): a round that would stops pruning, and
+    a re-established bound that would leaves the group as it came. Returns (keep, pruning rounds).
     """
     from pipeline.qa.bias_pruning import prune_group
     from pipeline.qa.blind_control import control_blind
 
     settings = balance_settings(rule)
-    pruned, why, summary = prune_group(part, context, settings, seed, keep, pinned, first_round)
-    reasons[keep & ~pruned] = why[keep & ~pruned]
     mcq = bool(part["options"].list.len().max() or 0)
+    answers = content_answers(part)
+    content = lambda k: content_frequency(rule.question_type, [a for a, x in zip(answers, k) if x], mcq) or 0.0  # noqa: E731
+    allowed = max(content(keep), content(np.ones(part.height, dtype=bool)), _content_bound(part, rule, mcq, keep))
+    holds = lambda k: content(k) <= allowed + 1e-12  # noqa: E731
+    pruned, why, summary = prune_group(part, context, settings, seed, keep, pinned, first_round, holds)
+    reasons[keep & ~pruned] = why[keep & ~pruned]
     draws = np.asarray(unit_draws(seed, "distribution/blind", part["id"].to_list()), dtype=float)
     ceiling = settings.get("max_frequency")
     after = pruned
@@ -400,6 +406,9 @@ def _prune(
         if summary["floor"] is None or held.sum() >= min(summary["floor"], after.sum()):  # never below the floor
             reasons[after & ~held] = BLIND_REASON
             after = held
+    if not holds(after):  # the ceiling or blind step after pruning lifted the content baseline: none of it is taken
+        reasons[keep & ~after] = ""
+        return keep, 0
     return after, summary["rounds"]
 
 

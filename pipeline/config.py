@@ -24,6 +24,8 @@ VISIBILITY_CASTS = ("adaptive", "full")
 
 @dataclass
 class VisibilityConfig:
+    """``visibility``: the SPEC §3 visible rule and how the ray cast counts pixels."""
+
     fraction_threshold: float = 0.05  # ReVSI: > 5% of the frame in the best sampled frame
     small_object_pixels: int = 150  # pixel floor for small-vocabulary objects at 640x480
     resolution_scale: float = 1.0  # < 1 renders a reduced-resolution mask and rescales counts (estimates only)
@@ -46,6 +48,8 @@ class VisibilityConfig:
 
 @dataclass
 class FramesConfig:
+    """``frames``: all-frame rate, output size, the frame budgets and the cap on a long scan's all-frame sequence."""
+
     fps: float = 10.0
     fps_3rscan: float = 4.0
     width: int = 640
@@ -72,6 +76,8 @@ class FramesConfig:
 
 @dataclass
 class GateConfig:
+    """``gate``: the release's answer-distribution bounds."""
+
     frequency_ceiling: float = 0.7  # a type whose constant-answer baseline scores above this blocks the release
     letter_tolerance: float = 0.05  # largest allowed gap between a correct letter's share and uniform
     min_questions_for_distribution: int = 40  # both bounds are judged only on types with this many questions
@@ -79,6 +85,8 @@ class GateConfig:
 
 @dataclass
 class DiscoveryConfig:
+    """``discovery``: the work one ``scan_discovery`` tick may do."""
+
     # Work one scan_discovery tick may do (pipeline.scene.discovery): scans fingerprinted, and a soft time limit
     # after which no new fingerprint starts; both keep a tick well inside Dagster's 60 s evaluation limit.
     max_scans_per_tick: int = 500

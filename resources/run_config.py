@@ -19,12 +19,16 @@ Each materialization records the digest and the values its step used
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+import types
+import typing
 from typing import Any, Optional
 
 import dagster as dg
+import pydantic
 
 from pipeline.config import Config, load_config
 from pipeline.config_files import build_dataclass
@@ -33,68 +37,50 @@ from pipeline.config_files import build_dataclass
 LOCATION_FIELDS = ("scans_root", "output_root", "storage_options")
 
 
-class FramesSettings(dg.Config):
-    """``frames``: all-frame rate, output size, the frame budgets (``pipeline.frames.budgets.frame_budgets``) and
-    the cap on a long scan's all-frame sequence (``max_all_frames``)."""
-
-    fps: float = 10.0
-    fps_3rscan: float = 4.0
-    width: int = 640
-    height: int = 480
-    budgets: list[int] = [64, 32, 16]
-    max_all_frames: Optional[int] = 6000
-
-
-class VisibilitySettings(dg.Config):
-    """``visibility``: the SPEC §3 visible rule and how the ray cast counts pixels."""
-
-    fraction_threshold: float = 0.05
-    small_object_pixels: int = 150
-    resolution_scale: float = 1.0
-    cast: str = "full"
-    coarse_step: int = 8
-    footprint_cell: float = 0.5
+def _settings_type(hint: Any) -> Any:
+    """The Dagster config type of a ``Config`` field's type: tuples become lists, a section its derived model."""
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        return list[typing.get_args(hint)[0]]
+    if origin in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint):
+        [inner] = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return Optional[_settings_type(inner)]
+    if dataclasses.is_dataclass(hint):
+        return settings_model(hint)
+    return hint
 
 
-class GateSettings(dg.Config):
-    """``gate``: the release's answer-distribution bounds."""
+def settings_model(
+    section: type, base: type = dg.Config, name: str | None = None, skip: tuple[str, ...] = (), doc: str | None = None
+) -> type:
+    """The Dagster config class of a config dataclass, field for field with its defaults.
 
-    frequency_ceiling: float = 0.7
-    letter_tolerance: float = 0.05
-    min_questions_for_distribution: int = 40
+    Derived rather than written out so that a field or a default is declared once, in ``pipeline.config``: the
+    launchpad, ``scan2qa build`` and the CLI cannot disagree about a threshold or a budget (issue 39).
+    """
+    hints = typing.get_type_hints(section)
+    defaults = section()
+    fields: dict[str, Any] = {}
+    for spec in dataclasses.fields(section):
+        if spec.name in skip:
+            continue
+        kind = _settings_type(hints[spec.name])
+        default = getattr(defaults, spec.name)
+        if dataclasses.is_dataclass(default):
+            default = kind()
+        elif isinstance(default, tuple):
+            default = list(default)
+        fields[spec.name] = (kind, default)
+    model_name = name or section.__name__.replace("Config", "Settings")
+    return pydantic.create_model(model_name, __base__=base, __module__=__name__, __doc__=doc or section.__doc__, **fields)
 
 
-class DiscoverySettings(dg.Config):
-    """``discovery``: the work one ``scan_discovery`` tick may do."""
-
-    max_scans_per_tick: int = 500
-    max_seconds_per_tick: float = 20.0
-
-
-class RunConfigResource(dg.ConfigurableResource):
-    """The run configuration of ``pipeline.config.Config`` without its locations; ``config(storage)`` joins them."""
-
-    label_map: Optional[str] = None
-    seed: int = 0
-    frames: FramesSettings = FramesSettings()
-    visibility: VisibilitySettings = VisibilitySettings()
-    profiles: list[str] = ["revsi", "vsibench", "pinpointqa"]
-    samplers: list[str] = []
-    gate: GateSettings = GateSettings()
-    reviews_path: Optional[str] = None
-    pinpointqa: dict[str, Any] = {}
-    discovery: DiscoverySettings = DiscoverySettings()
-    allow_links_outside_root: bool = False
+class _RunConfigMethods(dg.ConfigurableResource):
+    """How the ``run_config`` resource turns its values into the step's ``Config``; its fields are derived below."""
 
     @classmethod
     def from_config(cls, config: Config) -> RunConfigResource:
         values = {k: v for k, v in config.to_dict().items() if k not in LOCATION_FIELDS}
-        values["profiles"] = list(config.profiles)
-        values["samplers"] = list(config.samplers)
-        values["frames"] = FramesSettings(**{**values["frames"], "budgets": list(config.frames.budgets)})
-        values["visibility"] = VisibilitySettings(**values["visibility"])
-        values["gate"] = GateSettings(**values["gate"])
-        values["discovery"] = DiscoverySettings(**values["discovery"])
         return cls(**values)
 
     @classmethod
@@ -120,6 +106,12 @@ class RunConfigResource(dg.ConfigurableResource):
         None), validated as a file is, so a launchpad typo fails the step with the same one line."""
         values = {**self.values(), **(storage.locations() if storage is not None else {})}
         return build_dataclass(Config, values, "resources.run_config")
+
+
+RunConfigResource = settings_model(
+    Config, base=_RunConfigMethods, name="RunConfigResource", skip=LOCATION_FIELDS,
+    doc="The run configuration of ``pipeline.config.Config`` without its locations; ``config(storage)`` joins them.",
+)
 
 
 def config_digest(config: Config, fields: tuple[str, ...] | None = None) -> str:

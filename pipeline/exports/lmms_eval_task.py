@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline import question_types
 from pipeline.exports.common import PARQUET_NAME, write_text
 from pipeline.scoring import metrics
 
@@ -184,17 +185,8 @@ metadata:
   - version: 1.0
 """
 
-TASK_METRICS: tuple[str, ...] = (
-    "overall_acc",
-    "object_abs_distance_acc",
-    "object_counting_acc",
-    "object_rel_direction_acc",
-    "object_rel_distance_acc",
-    "object_size_estimation_acc",
-    "room_size_estimation_acc",
-    "route_planning_acc",
-    "obj_appearance_order_acc",
-)
+# overall, then one per ReVSI task in its Table 8 order: the task columns of the question-type table.
+TASK_METRICS: tuple[str, ...] = ("overall_acc", *(f"{task}_acc" for task in question_types.reported_tasks("revsi")))
 
 
 def data_file_attribute(config: str) -> str:
@@ -205,9 +197,9 @@ def data_file_attribute(config: str) -> str:
 def utils_source(configs: list[str] = (), dummy_metrics: dict[str, list[str]] | None = None) -> str:
     """``utils.py`` for the given config names; ``dummy_metrics`` maps each dummy config to its metric names."""
     dummy_metrics = dict(dummy_metrics or {})
+    revsi_types = question_types.names("revsi")
     revsi_composites = {
-        task: [t for t in members if t in metrics.REVSI_NQ_TYPES + metrics.REVSI_MCQ_TYPES]
-        for task, members in metrics.COMPOSITES.items()
+        task: [t for t in members if t in revsi_types] for task, members in question_types.composites().items()
     }
     aggregators = "\n".join(
         f"def aggregate_{name}(entries):\n    return _aggregate(entries, {name!r})\n\n" for name in TASK_METRICS
@@ -221,8 +213,8 @@ def utils_source(configs: list[str] = (), dummy_metrics: dict[str, list[str]] | 
         data_files=data_files,
         dummy_metrics=dummy_metrics,
         dummy_tasks={name: task for task, name in sorted(metrics.DUMMY_METRICS.items())},
-        mcq=list(metrics.REVSI_MCQ_TYPES),
-        nq=list(metrics.REVSI_NQ_TYPES),
+        mcq=list(question_types.names("revsi", "mcq")),
+        nq=list(question_types.names("revsi", "nq")),
         composites=revsi_composites,
         metric_names=list(TASK_METRICS),
         thresholds=[float(x) for x in metrics.MRA_THRESHOLDS],

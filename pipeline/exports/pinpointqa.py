@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pipeline import question_types
 from pipeline.exports.common import place_video, require_video, select_rows, write_text
 from pipeline.scoring.release import Release
 
-TASK_NAMES: tuple[str, ...] = ("presence", "reference_mcq", "free_form_localization", "structured_localization")
+TASK_NAMES: tuple[str, ...] = question_types.names("pinpointqa")
 
 
 def export_pinpointqa(release: Release, out: Path, profile: str = "pinpointqa", link: bool = True) -> dict[str, int]:

@@ -9,33 +9,19 @@ answers, provisional option letters, audit geometry); the dataset-wide step
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import polars as pl
 
 from pipeline import schemas
-from pipeline.qa import appearance, counting, direction, distances, route, sizes
 from pipeline.qa.context import BudgetContext
 from pipeline.qa.dummy import dummy_questions
+from pipeline.qa.families import FAMILIES
 from pipeline.qa.ground_truth import Question
 from pipeline.qa.ids import question_id, unit_draw
-from pipeline.qa.profiles import Profile, TaskRule, load_profile
+from pipeline.qa.profiles import Profile, load_profile
 from pipeline.qa.templates import format_options
 from pipeline.seeding import stable_int
-
-FAMILIES: dict[str, Callable[[BudgetContext, TaskRule], list[Question]]] = {
-    "counting_single": counting.counting_single,
-    "counting_multiple": counting.counting_multiple,
-    "object_size": sizes.object_size,
-    "room_size": sizes.room_size,
-    "abs_distance": distances.abs_distance,
-    "rel_distance": distances.rel_distance,
-    "rel_direction": direction.rel_direction,
-    "route_planning": route.route_planning,
-    "appearance_order": appearance.appearance_order,
-}
-
 
 def seed_of(config: Any) -> int:
     """The run seed from a ``Config``, a mapping with ``seed``, an int, or 0."""

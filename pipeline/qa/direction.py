@@ -22,7 +22,7 @@ from pipeline.geometry.direction import MODES, DirectionTable, direction_table
 from pipeline.geometry.footprint import box_footprints
 from pipeline.qa.context import BudgetContext
 from pipeline.qa.ground_truth import Question
-from pipeline.qa.profiles import TaskRule
+from pipeline.qa.rules import TaskRule
 from pipeline.qa.templates import render
 from pipeline.seeding import rng
 

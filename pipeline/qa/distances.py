@@ -14,7 +14,7 @@ import itertools
 from pipeline.qa.context import BudgetContext
 from pipeline.qa.ground_truth import Question, one_decimal_answer
 from pipeline.qa.ids import presentation_key
-from pipeline.qa.profiles import TaskRule
+from pipeline.qa.rules import TaskRule
 from pipeline.qa.subsets import spaced_subsets
 from pipeline.qa.templates import render
 from pipeline.seeding import rng

@@ -10,61 +10,20 @@ their rules differ. A path to a YAML file works wherever a profile name does.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from pipeline.errors import ConfigError
+from pipeline.qa.families import FAMILIES
+from pipeline.qa.rules import Profile, TaskRule
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 
-MCQ_FAMILIES = frozenset({"rel_distance", "rel_direction", "route_planning", "appearance_order"})
-KNOWN_FAMILIES = frozenset(
-    {"counting_single", "counting_multiple", "object_size", "room_size", "abs_distance"} | MCQ_FAMILIES
-)
 _TASK_KEYS = frozenset(
     {"family", "template", "exclude", "skip_budgets", "keep", "cap_per_scene", "max_candidates", "params", "balance"}
 )
-
-
-@dataclass(frozen=True)
-class TaskRule:
-    """One question type of a profile."""
-
-    question_type: str
-    family: str
-    template: str
-    template_id: str
-    exclude: frozenset[str] = frozenset()
-    skip_budgets: tuple[str, ...] = ()
-    keep: dict[str, Any] = field(default_factory=dict)
-    cap_per_scene: int | None = None
-    max_candidates: int | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    balance: dict[str, Any] = field(default_factory=dict)  # answer-distribution control (pipeline/qa/distribution.py)
-
-    @property
-    def is_mcq(self) -> bool:
-        return self.family in MCQ_FAMILIES
-
-    def excludes(self, name: str) -> bool:
-        return name.lower() in self.exclude
-
-
-@dataclass(frozen=True)
-class Profile:
-    name: str
-    tasks: dict[str, TaskRule]
-    letters: tuple[str, ...]
-    dummy: dict[str, Any]
-
-    def task(self, question_type: str) -> TaskRule:
-        try:
-            return self.tasks[question_type]
-        except KeyError:
-            raise ConfigError(f"profile {self.name!r} has no question type {question_type!r}") from None
 
 
 def _task(name: str, question_type: str, spec: Any) -> TaskRule:
@@ -75,8 +34,8 @@ def _task(name: str, question_type: str, spec: Any) -> TaskRule:
     if unknown:
         raise ConfigError(f"{where}: unknown keys {unknown}; known: {sorted(_TASK_KEYS)}")
     family = spec.get("family")
-    if family not in KNOWN_FAMILIES:
-        raise ConfigError(f"{where}: unknown family {family!r}; known: {sorted(KNOWN_FAMILIES)}")
+    if family not in FAMILIES:
+        raise ConfigError(f"{where}: unknown family {family!r}; known: {sorted(FAMILIES)}")
     template = spec.get("template")
     if not isinstance(template, str) or not template:
         raise ConfigError(f"{where}: missing template")

@@ -18,7 +18,7 @@ import itertools
 from pipeline.geometry.route import find_routes
 from pipeline.qa.context import BudgetContext
 from pipeline.qa.ground_truth import Question
-from pipeline.qa.profiles import TaskRule
+from pipeline.qa.rules import TaskRule
 from pipeline.qa.templates import render
 from pipeline.seeding import rng
 

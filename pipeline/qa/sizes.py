@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pipeline.qa.context import BudgetContext
 from pipeline.qa.ground_truth import Question, centimetre_answer, one_decimal_answer
-from pipeline.qa.profiles import TaskRule
+from pipeline.qa.rules import TaskRule
 from pipeline.qa.templates import render
 
 

@@ -15,90 +15,37 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import polars as pl
 
+from pipeline import question_types
 from pipeline.groups import sorted_groups
 from pipeline.scoring.parsing import finite_float
 
 # The harnesses build these with np.linspace(.5, .95, int((.95-.5)/.05 + 2)), which yields exactly ten values.
 MRA_THRESHOLDS: np.ndarray = np.linspace(0.50, 0.95, 10)
 
-REVSI_NQ_TYPES: tuple[str, ...] = (
-    "object_counting_single",
-    "object_counting_multiple",
-    "object_abs_distance",
-    "object_size_estimation",
-    "room_size_estimation_single",
-    "room_size_estimation_multiple",
-)
-REVSI_MCQ_TYPES: tuple[str, ...] = (
-    "object_rel_direction_forward_easy",
-    "object_rel_direction_backward_easy",
-    "object_rel_direction_forward_hard",
-    "object_rel_direction_backward_hard",
-    "object_rel_distance_closest",
-    "object_rel_distance_farthest",
-    "route_planning",
-    "obj_appearance_order",
-)
-VSIBENCH_NQ_TYPES: tuple[str, ...] = (
-    "object_counting",
-    "object_size_estimation",
-    "room_size_estimation",
-    "object_abs_distance",
-)
-VSIBENCH_MCQ_TYPES: tuple[str, ...] = (
-    "object_rel_distance",
-    "object_rel_direction_easy",
-    "object_rel_direction_medium",
-    "object_rel_direction_hard",
-    "route_planning",
-    "obj_appearance_order",
-)
-PINPOINT_TYPES: tuple[str, ...] = (
-    "presence",
-    "reference_mcq",
-    "free_form_localization",
-    "structured_localization",
-)
-NQ_TYPES: frozenset[str] = frozenset(REVSI_NQ_TYPES + VSIBENCH_NQ_TYPES)
-MCQ_TYPES: frozenset[str] = frozenset(REVSI_MCQ_TYPES + VSIBENCH_MCQ_TYPES + ("reference_mcq",))
+# The type lists every reporter reads, taken from the one question-type table (pipeline/question_types.py).
+REVSI_NQ_TYPES: tuple[str, ...] = question_types.names("revsi", "nq")
+REVSI_MCQ_TYPES: tuple[str, ...] = question_types.names("revsi", "mcq")
+VSIBENCH_NQ_TYPES: tuple[str, ...] = question_types.names("vsibench", "nq")
+VSIBENCH_MCQ_TYPES: tuple[str, ...] = question_types.names("vsibench", "mcq")
+PINPOINT_TYPES: tuple[str, ...] = question_types.names("pinpointqa")
 
 # Task name -> the question types whose scores it averages (SPEC §6 composites).
-COMPOSITES: dict[str, tuple[str, ...]] = {
-    "object_counting": ("object_counting_single", "object_counting_multiple"),
-    "object_rel_direction": (
-        "object_rel_direction_forward_easy",
-        "object_rel_direction_backward_easy",
-        "object_rel_direction_forward_hard",
-        "object_rel_direction_backward_hard",
-        # VSI-Bench names, averaged the same way by lmms-eval's vsibench task
-        "object_rel_direction_easy",
-        "object_rel_direction_medium",
-        "object_rel_direction_hard",
-    ),
-    "object_rel_distance": ("object_rel_distance_closest", "object_rel_distance_farthest"),
-    "room_size_estimation": ("room_size_estimation_single", "room_size_estimation_multiple"),
-}
-_TASK_OF_TYPE: dict[str, str] = {qt: task for task, types in COMPOSITES.items() for qt in types}
+COMPOSITES: dict[str, tuple[str, ...]] = question_types.composites()
 
 
 def answer_kind(question_type: str, options: Sequence[str] | None = None) -> str:
-    """How an answer of this type is read and scored: nq, mcq, yesno, ssp or fsd."""
-    if question_type == "presence":
-        return "yesno"
-    if question_type == "structured_localization":
-        return "ssp"
-    if question_type == "free_form_localization":
-        return "fsd"
-    if question_type in NQ_TYPES:
-        return "nq"
-    if question_type in MCQ_TYPES:
-        return "mcq"
+    """How an answer of this type is read and scored: nq, mcq, yesno, ssp or fsd (``question_types.KINDS``); a
+    type outside the table is multiple choice when it has options."""
+    known = question_types.BY_NAME.get(question_type)
+    if known is not None:
+        return known.kind
     return "mcq" if options else "nq"
 
 
 def task_of(question_type: str) -> str:
     """The reported task a question type contributes to (itself unless it is part of a composite)."""
-    return _TASK_OF_TYPE.get(question_type, question_type)
+    known = question_types.BY_NAME.get(question_type)
+    return question_type if known is None else known.reported_task
 
 
 def mean_relative_accuracy(prediction: float | None, target: float) -> float:

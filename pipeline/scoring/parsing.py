@@ -17,6 +17,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pipeline import question_types
+
 MODES: tuple[str, ...] = ("harness", "robust")
 
 
@@ -161,11 +163,9 @@ _UNITS_TO_METRES: dict[str, float] = {
     "foot": 0.3048,
     "feet": 0.3048,
 }
-# The unit a numeric question type is asked in (metres or centimetres); others are unit-free or areas.
-_EXPECTED_UNIT: dict[str, float] = {
-    "object_abs_distance": 1.0,
-    "object_size_estimation": 0.01,
-}
+# The unit a numeric question type is asked in (metres or centimetres; the table's ``unit``); others are unit-free
+# or areas.
+_EXPECTED_UNIT: dict[str, float] = {qt.name: qt.unit for qt in question_types.QUESTION_TYPES if qt.unit is not None}
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _NUMBER_WITH_UNIT = re.compile(
     rf"({_NUMBER})\s*(square\s+(?:meters?|metres?)|sq\.?\s*m|m2|m²|mm|cm|km|m|millimet(?:er|re)s?|centimet(?:er|re)s?|"

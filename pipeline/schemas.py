@@ -25,7 +25,9 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-DATASETS: tuple[str, ...] = ("scannet", "scannetpp", "arkitscenes", "3rscan", "multiscan", "synthetic")
+from pipeline.datasets import DATASET_NAMES
+
+DATASETS: tuple[str, ...] = DATASET_NAMES  # pipeline/datasets.py
 
 _f64 = pa.float64()
 _i32 = pa.int32()

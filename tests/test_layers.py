@@ -21,7 +21,7 @@ COMPUTED = "<a module name computed at run time>"
 # within one rank, packages must not import one another in a loop.
 PIPELINE_ORDER: tuple[tuple[str, ...], ...] = (
     ("errors", "schemas", "config_files", "storage", "seeding", "threads", "vocab", "groups", "interrupts",
-     "output_paths", "table_scan", "question_types"),
+     "output_paths", "table_scan", "question_types", "datasets"),
     ("config",),
     ("formats",),
     ("geometry",),

@@ -20,6 +20,7 @@ import polars as pl
 
 from pipeline import schemas
 from pipeline.config import Config, FramesConfig
+from pipeline.datasets import all_frame_rate
 
 ALL = "all"
 
@@ -49,8 +50,8 @@ def budget_sort_key(budget: str) -> tuple[int, int, str]:
 
 
 def all_frame_fps(dataset: str, frames_config: FramesConfig) -> float:
-    """3RScan keeps its native ~4 fps sparsity; everything else is resampled to 10 fps."""
-    return float(frames_config.fps_3rscan if dataset == "3rscan" else frames_config.fps)
+    """3RScan keeps its native ~4 fps sparsity; everything else is resampled to 10 fps (``pipeline.datasets``)."""
+    return all_frame_rate(dataset, frames_config)
 
 
 def all_frame_indices(timestamps: np.ndarray, valid: np.ndarray, fps: float) -> np.ndarray:

@@ -18,13 +18,10 @@ import shapely
 from pipeline.frames.budgets import capped_all_frame_indices
 from pipeline import schemas
 from pipeline.config import Config
+from pipeline.datasets import all_frame_rate
 from pipeline.geometry.obb import gravity_aligned_obb
 from pipeline.scene.parsed import Frame, OrientedBox, ParsedScan, SceneObject
 from pipeline.vocab import is_small_object, is_structural
-
-
-def all_frame_rate(dataset: str, config: Config) -> float:
-    return float(config.frames.fps_3rscan if dataset == "3rscan" else config.frames.fps)
 
 
 def resample_by_time(frames: list[Frame], fps: float) -> set[int]:
@@ -140,7 +137,7 @@ def frame_rows(parsed: ParsedScan, in_all_frame: set[int]) -> list[dict]:
 
 def scene_tables(parsed: ParsedScan, config: Config) -> dict[str, pl.DataFrame]:
     """The four per-scan tables, rows sorted by id, conforming to ``pipeline.schemas``."""
-    fps = all_frame_rate(parsed.dataset, config)
+    fps = all_frame_rate(parsed.dataset, config.frames)
     in_all_frame, stride = capped_by_time(parsed.frames, fps, config.frames.max_all_frames)
     frame_warnings = []
     if stride > 1:

@@ -10,7 +10,9 @@ the top of the download (the label map) rather than only next to the scene.
 
 from __future__ import annotations
 
-DOWNLOAD_FOLDERS: tuple[str, ...] = ("scans", "scans_test", "data")
+from pipeline import datasets
+
+DOWNLOAD_FOLDERS: tuple[str, ...] = datasets.DOWNLOAD_FOLDERS  # each dataset's, from pipeline/datasets.py
 
 
 def scans_root_folders(folder) -> list:

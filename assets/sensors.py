@@ -45,6 +45,7 @@ from assets.partitions import (
     scan_partitions,
 )
 from pipeline.scene.discovery import DiscoveryState, discovery_tick
+from resources.run_config import RunConfigResource
 from resources.storage import StorageResource
 
 
@@ -55,8 +56,10 @@ from resources.storage import StorageResource
     default_status=sensor_status(),
     description="Adds a partition for every new scan folder under the scans root and runs new or changed scans.",
 )
-def scan_discovery(context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SensorResult:
-    config = storage.config()
+def scan_discovery(
+    context: dg.SensorEvaluationContext, storage: StorageResource, run_config: RunConfigResource
+) -> dg.SensorResult:
+    config = run_config.config(storage)
     tick = discovery_tick(
         config.scans_root,
         config.storage_options,
@@ -131,11 +134,13 @@ def built_fingerprint(instance: dg.DagsterInstance, key: str) -> str | None:
     description="Records a new observation of reviewer_verdicts whenever the verdicts file changes, so the "
     "release follows a reviewer's edit without anyone clicking Observe.",
 )
-def verdicts_watch(context: dg.SensorEvaluationContext, storage: StorageResource) -> dg.SensorResult:
+def verdicts_watch(
+    context: dg.SensorEvaluationContext, storage: StorageResource, run_config: RunConfigResource
+) -> dg.SensorResult:
     """An observation (no run) with the file's content hash as data version; automation does the rest."""
     from pipeline.release.verdicts import verdicts_fingerprint
 
-    config = storage.config()
+    config = run_config.config(storage)
     found = verdicts_fingerprint(config.verdicts_path, config.storage_options)
     version, rows = found["version"], found["rows"]
     if version == context.cursor:

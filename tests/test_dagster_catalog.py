@@ -14,6 +14,7 @@ from assets.jobs import SCAN_JOB
 from assets.partitions import FINGERPRINT_TAG
 from expectations.suites import build_suites
 from pipeline import schemas
+from resources.defaults import default_resources
 from resources.storage import StorageResource
 from tests.real_scans import write_scan
 from tests.test_quality_gate import BUDGETS
@@ -113,7 +114,6 @@ def test_a_scan_breaking_a_suite_stops_at_its_own_partition(tmp_path, monkeypatc
     from assets.frames import frame_samples, scan_videos
     from assets.scene import scene
     from assets.table_checks import frame_samples_expectations
-    from resources.defaults import default_resources
 
     original = budgets.sample_frames
     monkeypatch.setattr(budgets, "sample_frames", lambda *a, **k: pl.concat([original(*a, **k)] * 2))
@@ -146,7 +146,7 @@ def test_sensor_does_not_rebuild_a_scan_built_from_the_same_files(tmp_path):
         "scans", partition=key, metadata={"fingerprint": scan_fingerprint(str(folder))}))
 
     def tick(cursor=None):
-        return scan_discovery(dg.build_sensor_context(instance=instance, cursor=cursor, resources={"storage": storage}))
+        return scan_discovery(dg.build_sensor_context(instance=instance, cursor=cursor, resources=default_resources(storage)))
 
     first = tick()  # a fresh cursor, as on the first tick after make demo
     assert not first.run_requests and "1 already built from the same files" in first.skip_reason.skip_message

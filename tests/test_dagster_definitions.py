@@ -12,6 +12,7 @@ from assets.partitions import scan_partitions
 from assets.schedules import weekly_full_rebuild
 from assets.sensors import scan_discovery
 from pipeline.scene.discovery import DiscoveryState
+from resources.defaults import default_resources
 from resources.storage import StorageResource
 from tests.real_scans import write_scan
 
@@ -48,7 +49,7 @@ def test_storage_resource_reads_environment(monkeypatch, tmp_path):
 
 
 def evaluate(instance, storage, cursor):
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"storage": storage})
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources=default_resources(storage))
     result = scan_discovery(context)
     for request in result.dynamic_partitions_requests:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
@@ -132,7 +133,7 @@ def test_verdicts_watch_observes_a_changed_file_once(tmp_path):
     storage = StorageResource(scans_root=str(tmp_path / "scans"), output_root=str(out))
     with dg.instance_for_test() as instance:
         def tick(cursor=None):
-            context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"storage": storage})
+            context = dg.build_sensor_context(instance=instance, cursor=cursor, resources=default_resources(storage))
             return verdicts_watch(context)
 
         absent = tick()

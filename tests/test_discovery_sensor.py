@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from assets.sensors import scan_discovery
+from resources.defaults import default_resources
 from resources.storage import StorageResource
 from tests.real_scans import write_scan
 
@@ -74,7 +75,7 @@ class Sensor:
 
     def tick(self) -> tuple[list[str], list[str], dg.SensorResult]:
         """(partitions added, partitions run) by one evaluation, which is applied as the daemon would."""
-        context = dg.build_sensor_context(instance=self.instance, cursor=self.cursor, resources={"storage": self.storage})
+        context = dg.build_sensor_context(instance=self.instance, cursor=self.cursor, resources=default_resources(self.storage))
         result = scan_discovery(context)
         added = [k for r in result.dynamic_partitions_requests for k in r.partition_keys]
         if added:

@@ -15,6 +15,7 @@ import pytest
 from assets.partitions import REGISTERED_SCANS, gone_from_root, registered_scans_version
 from assets.sensors import scan_discovery
 from scan2qa import main
+from resources.defaults import default_resources
 from tests.real_scans import write_scan
 from tests.test_discovery_sensor import LocalRoot, storage_for
 
@@ -39,7 +40,7 @@ def unreadable_synthetic_folder(monkeypatch):
         yield
 
 def tick(instance, storage, cursor=None) -> dg.SensorResult:
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"storage": storage})
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources=default_resources(storage))
     return scan_discovery(context)
 
 

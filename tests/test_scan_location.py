@@ -182,7 +182,7 @@ def test_sensor_tags_runs_with_a_source_their_steps_accept(tmp_path, scans_root)
     write_scan(tmp_path / "local" / "group", "synth0000_00", objects=4)
     put(tmp_path / "local" / "group", "group")
     runs = Runs(uri, tmp_path / "out", options)
-    context = dg.build_sensor_context(instance=runs.instance, resources={"storage": runs.storage})
+    context = dg.build_sensor_context(instance=runs.instance, resources=default_resources(runs.storage))
     [request] = scan_discovery(context).run_requests
     assert request.partition_key == KEY and request.tags[SOURCE_TAG] == f"{uri}/group/synth0000_00"
     assert runs.run(KEY, assets.scene.scene, tags=request.tags) == (True, "")

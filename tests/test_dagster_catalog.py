@@ -109,7 +109,7 @@ def test_table_checks_decide_in_polars_without_great_expectations():
 def test_a_scan_breaking_a_suite_stops_at_its_own_partition(tmp_path, monkeypatch):
     """frame_samples with two frames at one rank: its check fails, nothing downstream of it runs for that scan."""
     import pipeline.frames.budgets as budgets
-    from assets.build import materialize_quietly
+    from runs.build import materialize_quietly
     from assets.frames import frame_samples, scan_videos
     from assets.scene import scene
     from assets.table_checks import frame_samples_expectations
@@ -158,7 +158,7 @@ def test_sensor_does_not_rebuild_a_scan_built_from_the_same_files(tmp_path):
 
 
 def test_demo_instance_queues_runs_with_a_limit(tmp_path, monkeypatch):
-    from assets.demo_instance import main, write_demo_instance
+    from runs.demo_instance import main, write_demo_instance
 
     home = tmp_path / "home"
     monkeypatch.setenv("SCAN2QA_MAX_CONCURRENT_RUNS", "2")

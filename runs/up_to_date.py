@@ -83,7 +83,7 @@ def up_to_date_scans(instance: dg.DagsterInstance, scans: list[tuple[str, str]],
 def dataset_wide_up_to_date(instance: dg.DagsterInstance, definitions: list, resources: dict, config: Config,
                             skipped: list[str]) -> str | None:
     """The latest release's version if the dataset-wide assets need no rebuild (no scan was built now), else None."""
-    from assets.build import latest_release
+    from runs.build import latest_release
     from assets.definitions import all_assets
     from assets.jobs import dataset_wide_keys
     from pipeline.scene.scan_notes import read_skipped

@@ -37,9 +37,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from dagster._core.storage.tags import AUTO_RETRY_RUN_ID_TAG, WILL_RETRY_TAG
-
 from runs.backfill_progress import (
+    AUTO_RETRY_RUN_ID_TAG,
+    WILL_RETRY_TAG,
     DATASET_WIDE,
     FAILED,
     OK,
@@ -198,11 +198,9 @@ def add_asset_backfill(instance: dg.DagsterInstance, patience: Patience, workspa
 
 def launch_job(instance: dg.DagsterInstance, patience: Patience, workspace, job_name: str, tags: dict[str, str]) -> str:
     """Queue one run of an unpartitioned job, as ``dagster job launch`` does; repeatable after an outage."""
-    from dagster._core.utils import make_new_run_id
-
     location, repo, remote_job = find_job(workspace, job_name)
     plan = location.get_execution_plan(remote_job, {}, step_keys_to_execute=None, known_state=None, instance=instance)
-    run_id = make_new_run_id()
+    run_id = str(uuid.uuid4())  # a run id is a UUID4 (what Dagster's own make_new_run_id returns)
 
     def create_and_submit() -> None:
         run = instance.get_run_by_id(run_id)

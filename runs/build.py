@@ -30,6 +30,7 @@ import re
 import shutil
 import tempfile
 import time
+import uuid
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -141,13 +142,11 @@ def materialize_quietly(
     the UI can re-execute it (``runs.run_origin``). Returns (success, one-line error); ``details``, a list,
     receives the failed checks' expectations.
     """
-    from dagster._core.utils import make_new_run_id
-
     from assets.jobs import DATASET_JOB, SCAN_JOB
     from assets.partitions import scan_partitions
     from runs.run_origin import runs_from_code_location
 
-    run_id = make_new_run_id()
+    run_id = str(uuid.uuid4())  # a run id is a UUID4 (what Dagster's own make_new_run_id returns)
     located = job_name in (SCAN_JOB, DATASET_JOB)
     try:
         job_tags = {"scan2qa/phase": "dataset"} if job_name == DATASET_JOB else None

@@ -46,7 +46,7 @@ def instance_yaml(max_runs: int) -> str:
 # Storage is Dagster's default SQLite under this folder. Runs the UI, the sensors or the schedule launch wait
 # in a queue; the daemon (started by `dagster dev`) starts them as slots free up.
 run_coordinator:
-  module: dagster._core.run_coordinator
+  module: dagster
   class: QueuedRunCoordinator
   config:
     # How many runs at once ({LIMIT_VARIABLE} when `make demo` ran; default: half the cores, at least 1).

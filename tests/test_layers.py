@@ -8,6 +8,7 @@ dependency from the reader, never from the layering.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -230,3 +231,11 @@ def test_a_planted_import_of_run_management_into_assets_is_named(tmp_path):
         "assets/planted.py:5: imports runs.build.build: "
         "assets holds Dagster definitions and imports no run management (here runs)",
     ]
+
+
+def test_every_private_dagster_module_of_product_code_is_named_in_design():
+    """docs/DESIGN.md lists each private Dagster module the product still imports, with why (issue 39)."""
+    named = re.findall(r"`(dagster\._[\w.]*?)(?:\.\*)?`", (ROOT / "docs" / "DESIGN.md").read_text())
+    unnamed = [f"{imp.at()}: imports {imp.target}" for imp in all_imports() if imp.target.startswith("dagster._")
+               and not any(imp.target == name or imp.target.startswith(name + ".") for name in named)]
+    assert not unnamed, "private Dagster API docs/DESIGN.md does not name, with why:\n" + "\n".join(unnamed)

@@ -405,7 +405,7 @@ def _build_in(instance, report, scans, definitions, resources, config, config_fi
         print(f"up to date: the dataset-wide assets and release {release} (latest) were built from these scans, "
               f"code and config (not built again)", flush=True)
     elif dataset_wide and dataset_selection and report.ok:
-        from assets.progress import listener, print_line
+        from runs.step_lines import listener, print_line
 
         started = time.perf_counter()
         names = ", ".join(k.to_user_string() for k in dataset_selection)

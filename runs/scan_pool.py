@@ -64,7 +64,7 @@ class ScanRunner:
         from runs.build import materialize_quietly
         from assets.jobs import SCAN_JOB
         from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG
-        from assets.progress import listener, print_line
+        from runs.step_lines import listener, print_line
         from pipeline.scene.discovery import scan_fingerprint
 
         started = time.perf_counter()

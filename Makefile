@@ -54,7 +54,7 @@ RELEASE_PORT ?= 3001
 RELEASE_URL  ?= http://127.0.0.1:$(RELEASE_PORT)
 
 demo: setup
-	$(BIN)/python -m assets.demo_instance "$(DEMO_HOME)"
+	$(BIN)/python -m runs.demo_instance "$(DEMO_HOME)"
 	DAGSTER_HOME="$(DEMO_HOME)" SCAN2QA_RELEASE_URL="$(RELEASE_URL)" $(BIN)/scan2qa build
 
 ui: setup

@@ -15,12 +15,12 @@ from pipeline.cli import Command
 
 
 def _build():
-    from assets import build
+    from runs import build
     return build
 
 
 def _backfill():
-    from assets import backfill
+    from runs import backfill
     return backfill
 
 

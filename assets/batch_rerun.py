@@ -20,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import dagster as dg
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from assets.partitions import keys_between, partition_range, scan_partitions
+from assets.partitions import (
+    ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG, keys_between, partition_range, scan_partitions,
+)
 from assets.run_errors import batch_failed_scans
 
 RERUN_OF_TAG = "scan2qa/rerun_of"  # on each rerun: the batch run whose surviving scans it builds

@@ -4,7 +4,7 @@
 ``scan_job`` and ``dataset_job`` select; only the executor differs, so the UI,
 the CLI and the sensors pick a path by job name. Steps are sent to the broker
 named by ``SCAN2QA_CELERY_BROKER`` (a Redis URL) and picked up by workers
-started with ``celery -A assets.celery_worker worker`` on any machine that has
+started with ``celery -A runs.celery_worker worker`` on any machine that has
 the package and the same ``SCAN2QA_*`` / ``DAGSTER_*`` environment.
 
 Why the Celery settings are what they are: a step is acknowledged only after it

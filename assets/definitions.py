@@ -9,7 +9,7 @@ the run's own process (``in_process_executor``): a scan's steps form a chain
 that each uses the machine's cores through its libraries, so Dagster's default
 multiprocess executor only started one process per step to fight over the same
 cores. How many runs go at once is the instance's run queue
-(``assets.demo_instance`` writes it for the demo; ``deploy/dagster.yaml`` for a
+(``runs.demo_instance`` writes it for the demo; ``deploy/dagster.yaml`` for a
 deployment); the Celery jobs (``assets.celery``) keep their own executor, and a
 deployment with ``SCAN2QA_EXECUTOR=celery`` makes Celery the default for the
 runs no named job holds (UI materializations, automation: ``assets.deployment``).

@@ -144,11 +144,9 @@ def stale_tables(
     another code version (code, or run config, changed since: ``assets.catalog``) holds answers the current code
     would not give. A materialization without a code version (reported from outside a run) is not judged by it.
     """
-    from dagster._core.events import DagsterEventType
-
     storage = instance.event_log_storage
     wanted = set(keys)
-    made = {ak: storage.get_latest_storage_id_by_partition(ak, DagsterEventType.ASSET_MATERIALIZATION)
+    made = {ak: storage.get_latest_storage_id_by_partition(ak, dg.DagsterEventType.ASSET_MATERIALIZATION)
             for ak in asset_keys}
     found: dict[str, str] = {}
     for asset_key in asset_keys:
@@ -294,11 +292,22 @@ def record_built_elsewhere(instance: dg.DagsterInstance, keys: Sequence[str]) ->
     """Record every per-scan asset of ``keys`` as materialized, for tables written without a run of them
     (``scan2qa bench dataset``'s replicas of built scans, tests that write tables directly), so that
     membership holds them as the instance would after a build."""
-    from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
-
     scan_assets = set(per_scan_asset_keys())
     # Inputs first, as a run makes them, so no table looks older than an input it was built from (``stale_tables``).
-    for asset_key in (k for k in AssetGraph.from_assets(per_scan_definitions()).toposorted_asset_keys
-                      if k in scan_assets):
+    for asset_key in (k for k in inputs_first(per_scan_definitions()) if k in scan_assets):
         for key in keys:
             instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=asset_key, partition=key))
+
+
+def inputs_first(definitions: Sequence[dg.AssetsDefinition]) -> list[dg.AssetKey]:
+    """The asset keys of ``definitions`` and their inputs, each after its inputs; keys of one depth sorted."""
+    from graphlib import TopologicalSorter
+
+    order = TopologicalSorter({key: deps for a in definitions for key, deps in a.asset_deps.items()})
+    order.prepare()
+    found: list[dg.AssetKey] = []
+    while order.is_active():
+        ready = sorted(order.get_ready())
+        found.extend(ready)
+        order.done(*ready)
+    return found

@@ -14,10 +14,14 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 
 import dagster as dg
-from dagster._core.definitions.data_version import DATA_VERSION_TAG
-from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 scan_partitions = dg.DynamicPartitionsDefinition(name="scans")
+
+# Tags Dagster writes, by the names its UI shows: it exports no constant for them (tests/test_public_dagster_api.py
+# checks these against its own).
+DATA_VERSION_TAG = "dagster/data_version"  # on a materialization: the data version it recorded
+ASSET_PARTITION_RANGE_START_TAG = "dagster/asset_partition_range_start"  # on a run of a range of partitions
+ASSET_PARTITION_RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 SOURCE_TAG = "scan2qa/source"  # run tag: URI of the partition's scan folder, as discovery found it
 # Run tag: the discovery fingerprint of that folder (``pipeline.scene.discovery.scan_fingerprint``) when the run

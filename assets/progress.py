@@ -3,7 +3,7 @@
 Steps report frames through their Dagster log (``context.log``), so the same
 lines appear in the run's event log in the UI, each naming the scan
 (``progress: <key>: visibility 1200/6000 frames``); ``scan2qa build`` listens
-to the run's events (``listener``) and prints one line when a step starts and,
+to the run's events (``runs.step_lines``) and prints one line when a step starts and,
 in a long step (the scan videos, the visibility ray cast), one per quarter of
 its frames and one whenever ``INTERVAL_S`` seconds passed since the last, each
 prefixed with the scan: a 300-frame scan prints about twenty lines, a
@@ -124,35 +124,3 @@ class CountingRaycaster:
 
     def __getattr__(self, name: str):
         return getattr(self._raycaster, name)
-
-
-def print_line(line: str) -> None:
-    """One line in one write, so the lines of scans built in parallel processes never run into each other."""
-    import sys
-
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
-def is_check_step(step_key: str) -> bool:
-    return step_key.endswith("_expectations")
-
-
-def listener(label: str, write: Callable[[str], None]) -> Callable[[Any], None]:
-    """An instance event listener that writes ``<label>: <step>`` per step start and each progress message
-    (a message that already names the scan ``label`` is not prefixed twice)."""
-
-    def on_event(entry) -> None:
-        event = entry.dagster_event
-        step = (event.step_key if event is not None else None) or entry.step_key or ""
-        if event is not None:
-            if event.event_type_value == "STEP_START" and not is_check_step(step):
-                write(f"  {label}: {step}")
-            return
-        message = entry.user_message or ""
-        at = message.find(MARK)
-        if at >= 0:
-            text = message[at + len(MARK):]
-            write(f"  {label}: {text.removeprefix(f'{label}: ')}")
-
-    return on_event

@@ -118,8 +118,6 @@ def record_check_results(
     A failed blocking check on any scan fails the step (``BatchFailure``): Dagster would otherwise block the
     steps after it for every scan of the range while recording the others' checks as passed.
     """
-    from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluation
-
     log_event = context.log_event if hasattr(context, "log_event") else context.op_execution_context.log_event
     verdicts: dict[tuple[str, str], list[dg.AssetCheckResult]] = {}
     failures: dict[str, str] = {}
@@ -127,7 +125,7 @@ def record_check_results(
         for result in results:
             asset_key = dg.AssetKey.from_coercible(result.asset_key)
             log_event(
-                AssetCheckEvaluation(
+                dg.AssetCheckEvaluation(
                     asset_key=asset_key,
                     check_name=result.check_name,
                     passed=result.passed,

@@ -32,12 +32,11 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from dagster._core.definitions.data_version import DATA_VERSION_TAG
-
 from assets.automation import AUTOMATION_INTERVAL, automation_sensor
 from assets.deployment import sensor_interval, sensor_scan_job, sensor_status
 from assets.jobs import dataset_wide_keys
 from assets.partitions import (
+    DATA_VERSION_TAG,
     FINGERPRINT_TAG,
     SOURCE_TAG,
     gone_from_root,

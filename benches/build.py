@@ -155,10 +155,10 @@ def build_group(scans_root: Path, out: Path, mode: str) -> dict:
 
     for category in (dg.BetaWarning, dg.PreviewWarning):
         warnings.filterwarnings("ignore", category=category)
-    from assets.build import materialize_quietly
+    from runs.build import materialize_quietly
     from assets.definitions import all_assets
     from assets.jobs import dataset_wide_keys
-    from assets.scan_pool import ScanRunner
+    from runs.scan_pool import ScanRunner
     from pipeline.config import load_config
     from pipeline.scene.discovery import discover_scans
 

@@ -101,7 +101,7 @@ def build_sources(root: Path, scans: int, frames: int, seed: int) -> list[str]:
 
 def _materialize_per_scan(root: Path) -> list[str]:
     """``scan2qa build`` over the sources (its small dataset-wide run included), keeping what built."""
-    from assets.build import build
+    from runs.build import build
     from pipeline.config import load_config
 
     report = build(load_config(None, scans_root=str(root / "scans"), output_root=str(root / "out")))
@@ -321,7 +321,7 @@ def measure(out: Path, keys: list[str], config_file: Path) -> dict:
     started = time.time()
     import dagster as dg
 
-    from assets.build import QUIET_RUN_CONFIG, run_failure
+    from runs.build import QUIET_RUN_CONFIG, run_failure
     from assets.definitions import all_asset_checks, all_assets
     from assets.jobs import dataset_wide_keys
     from assets.partitions import scan_partitions

@@ -2,7 +2,7 @@
 
 Issue 23 asks for at most 60 s of waiting beyond the builds themselves from a
 scan dropped into the scans root to the release that holds it, on the demo
-instance. This drives exactly that instance: ``assets.demo_instance``'s
+instance. This drives exactly that instance: ``runs.demo_instance``'s
 ``dagster.yaml`` (queued runs, half the cores at once, one dataset-wide run at a
 time), a first ``scan2qa build`` into it (what ``make demo`` does), then
 ``dagster-daemon`` (what ``make ui``'s ``dagster dev`` runs) with
@@ -155,7 +155,7 @@ def environment(work: Path, interval: int) -> dict[str, str]:
 def run_latency_bench(args: argparse.Namespace) -> dict:
     import dagster as dg
 
-    from assets.demo_instance import default_max_runs, write_demo_instance
+    from runs.demo_instance import default_max_runs, write_demo_instance
     from deploy.local_cluster import stop_process_group
 
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="scan2qa-latency-"))

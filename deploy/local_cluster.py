@@ -406,7 +406,7 @@ class LocalCluster:
         """One Celery worker process taking one step at a time, as docs/scaling.md's worker command starts it."""
         service = self._spawn(
             f"worker-{name}",
-            [str(BIN / "celery"), "-A", "assets.celery_worker", "worker", "-n", f"{name}@%h", "--concurrency", "1",
+            [str(BIN / "celery"), "-A", "runs.celery_worker", "worker", "-n", f"{name}@%h", "--concurrency", "1",
              "-Q", "dagster", "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
             env=self.environment(SCAN2QA_THREADS=str(threads), **env),
         )

@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import json
 
-from dagster import DefaultRunLauncher
+from dagster import DagsterRun, DefaultRunLauncher, deserialize_value
 from dagster._core.launcher import CheckRunHealthResult, WorkerStatus
-from dagster._core.storage.dagster_run import DagsterRun
 from dagster._core.storage.tags import GRPC_INFO_TAG
 
 # Seconds a live code server has to list its runs; it answers from memory, so only a dead or wedged one takes long.
@@ -47,7 +46,6 @@ class MonitoredRunLauncher(DefaultRunLauncher):
         from dagster._grpc.__generated__ import dagster_api_pb2
         from dagster._grpc.client import DagsterGrpcClient
         from dagster._grpc.types import GetCurrentRunsResult
-        from dagster._serdes import deserialize_value
 
         raw = run.tags.get(GRPC_INFO_TAG)
         if not raw:

@@ -59,7 +59,7 @@ def figure(name: str, wall: float, cpu: float, cores: int, scans: int, **extra) 
 
 
 def local_build(name: str, scans_root: Path, out: Path, workers: int, cores: int, count: int) -> dict:
-    from assets.build import build
+    from runs.build import build
     from pipeline.config import load_config
 
     config = load_config(None, scans_root=str(scans_root), output_root=str(out))

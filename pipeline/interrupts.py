@@ -130,7 +130,7 @@ def exit_quietly_on_signals() -> None:
     Its parent stops it with SIGTERM (a terminal's Ctrl-C reaches it too). Inside a run Dagster's handler
     takes the signal and ends the run as interrupted, if the step lets it (a native call holding the
     interpreter, or a signal swallowed in a collector callback, does not): so the parent gives it a short
-    grace and then kills it (``assets.scan_pool.stop_workers``).
+    grace and then kills it (``runs.scan_pool.stop_workers``).
     """
     def exit_now(signum: int, _frame) -> None:
         os._exit(128 + signum)

@@ -25,8 +25,8 @@ from dagster._core.storage.tags import (
     WILL_RETRY_TAG,
 )
 
-from assets.backfill_progress import DECISION_GRACE_S, RunChains, judge
-from assets.instance_calls import DatabaseGone, Patience, is_unreachable, reason
+from runs.backfill_progress import DECISION_GRACE_S, RunChains, judge
+from runs.instance_calls import DatabaseGone, Patience, is_unreachable, reason
 
 NOW = 1_700_000_000.0
 KEY = "synthetic/synth0000_00"
@@ -138,7 +138,7 @@ class Runs:
         from dagster._core.storage.dagster_run import DagsterRun
         from dagster._core.utils import make_new_run_id
 
-        from assets.backfill import BATCH_TAG
+        from runs.backfill import BATCH_TAG
 
         run_id = make_new_run_id()
         self.instance.add_run(DagsterRun(job_name="scan_job", run_id=run_id, status=status,
@@ -154,7 +154,7 @@ def test_a_retry_launched_after_the_backfill_ended_is_followed_and_a_refused_one
     """Dagster's retry daemon and backfill daemon race: a retry decided just before the backfill was marked
     completed is launched after it, without the backfill's tags; the driver must follow it even if it had judged
     the scan failed meanwhile. A retry the daemon refused is failed at once, with the daemon's reason."""
-    from assets.backfill import BATCH_TAG, Follower
+    from runs.backfill import BATCH_TAG, Follower
     from dagster._core.storage.tags import BACKFILL_ID_TAG
 
     late, refused, built = (f"synthetic/synth000{i}_00" for i in range(3))
@@ -195,7 +195,7 @@ def test_a_run_over_a_range_counts_for_each_scan_of_it_and_its_reruns_take_over(
     from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG as END
     from dagster._core.storage.tags import ASSET_PARTITION_RANGE_START_TAG as START
 
-    from assets.backfill_progress import FAILED, OK, RERUN_GRACE_S, RETRYING
+    from runs.backfill_progress import FAILED, OK, RERUN_GRACE_S, RETRYING
 
     ordered = [f"d/s{i}" for i in range(6)]
 

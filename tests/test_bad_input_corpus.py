@@ -197,7 +197,7 @@ def test_every_case_beside_a_good_scan_builds_and_releases(tmp_path):
 def test_real_scannet_download_layout_builds_with_no_configuration(tmp_path, fixtures_dir, monkeypatch):
     """``ROOT/scannetv2-labels.combined.tsv`` beside ``ROOT/scans/scene0000_00/``, as ScanNet's script downloads it."""
     scene_graph_only(monkeypatch)
-    from assets.build import build
+    from runs.build import build
 
     root = tmp_path / "ScanNet"
     shutil.copytree(fixtures_dir / "scannet" / "scene0000_00", root / "scans" / "scene0000_00")

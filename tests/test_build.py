@@ -110,12 +110,12 @@ def test_no_arguments_generates_the_synthetic_demo(tmp_path, scene_graph, monkey
     The shipped demo is 8 scenes of 300 rendered frames (minutes); here it is 1 scene of 3 frames, and the
     generator's command is only watched (its arguments recorded), never replaced.
     """
-    import assets.build
+    import runs.build
     from pipeline.synth import command as synth_command
 
-    assert (assets.build.DEMO_SCENES, assets.build.DEMO_FRAMES) == (8, 300)
-    monkeypatch.setattr(assets.build, "DEMO_SCENES", 1)
-    monkeypatch.setattr(assets.build, "DEMO_FRAMES", 3)
+    assert (runs.build.DEMO_SCENES, runs.build.DEMO_FRAMES) == (8, 300)
+    monkeypatch.setattr(runs.build, "DEMO_SCENES", 1)
+    monkeypatch.setattr(runs.build, "DEMO_FRAMES", 3)
     calls = []
     real_run = synth_command.run
 

@@ -26,7 +26,7 @@ def test_a_backfill_of_scan_ranges_releases_the_good_scans_and_names_the_bad_one
     import dagster as dg
     from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-    from assets.backfill import BATCH_TAG
+    from runs.backfill import BATCH_TAG
     from assets.batch_rerun import RERUN_OF_TAG
 
     scans = tmp_path / "scans"

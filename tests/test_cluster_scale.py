@@ -48,9 +48,9 @@ def test_ten_thousand_partitions_backfill_without_argv(tmp_path, monkeypatch, ca
     from dagster._core.execution.backfill import BulkActionStatus
     from dagster._core.storage.tags import BACKFILL_ID_TAG, PARTITION_NAME_TAG
 
-    from assets.backfill import BATCH_TAG, add_job_backfill, open_workspace, register_partitions
+    from runs.backfill import BATCH_TAG, add_job_backfill, open_workspace, register_partitions
     from assets.celery import SCAN_JOB_CELERY
-    from assets.instance_calls import Patience
+    from runs.instance_calls import Patience
     from assets.partitions import scan_partitions
     from deploy.local_cluster import WORKSPACE
 
@@ -152,9 +152,9 @@ def test_ten_thousand_scans_in_runs_of_a_hundred_are_queued_in_minutes(tmp_path,
         BACKFILL_ID_TAG,
     )
 
-    from assets.backfill import BATCH_TAG, add_asset_backfill, open_workspace, register_partitions, scans_per_run_of
+    from runs.backfill import BATCH_TAG, add_asset_backfill, open_workspace, register_partitions, scans_per_run_of
     from assets.partitions import keys_between
-    from assets.instance_calls import Patience
+    from runs.instance_calls import Patience
     from assets.partitions import scan_partitions
     from deploy.local_cluster import WORKSPACE
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from assets.demo_instance import instance_yaml
+from runs.demo_instance import instance_yaml
 from deploy.local_cluster import stop_process_group
 
 pytestmark = pytest.mark.cluster  # starts the daemon and its run processes: CI runs it in the cluster step

@@ -110,7 +110,7 @@ def test_table_checks_decide_in_polars_without_great_expectations():
 def test_a_scan_breaking_a_suite_stops_at_its_own_partition(tmp_path, monkeypatch):
     """frame_samples with two frames at one rank: its check fails, nothing downstream of it runs for that scan."""
     import pipeline.frames.budgets as budgets
-    from assets.build import materialize_quietly
+    from runs.build import materialize_quietly
     from assets.frames import frame_samples, scan_videos
     from assets.scene import scene
     from assets.table_checks import frame_samples_expectations
@@ -158,7 +158,7 @@ def test_sensor_does_not_rebuild_a_scan_built_from_the_same_files(tmp_path):
 
 
 def test_demo_instance_queues_runs_with_a_limit(tmp_path, monkeypatch):
-    from assets.demo_instance import main, write_demo_instance
+    from runs.demo_instance import main, write_demo_instance
 
     home = tmp_path / "home"
     monkeypatch.setenv("SCAN2QA_MAX_CONCURRENT_RUNS", "2")
@@ -181,7 +181,8 @@ def logging_context(logged: list) -> object:
 
 
 def test_progress_lines_per_step_and_per_quarter_of_frames():
-    from assets.progress import MARK, CountingRaycaster, FrameCounter, listener
+    from assets.progress import MARK, CountingRaycaster, FrameCounter
+    from runs.step_lines import listener
 
     logged = []
     context = logging_context(logged)
@@ -220,7 +221,8 @@ class SteppedClock:
 def test_a_long_step_logs_frames_done_at_least_every_interval_naming_the_scene():
     """Issue 27.5: a 50,000-frame ray cast went silent for minutes between quarters. With frames of 0.4 s and
     the 5 s interval, a line comes every 13 frames (5.2 s), and the quarter lines still come whatever the clock."""
-    from assets.progress import INTERVAL_S, MARK, FrameCounter, listener, quarter_marks
+    from assets.progress import INTERVAL_S, MARK, FrameCounter, quarter_marks
+    from runs.step_lines import listener
 
     assert INTERVAL_S <= 5.0  # half the 10 s the issue allows, so one slow frame cannot push a gap past 10 s
     logged = []

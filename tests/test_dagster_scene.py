@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from assets.build import build
+from runs.build import build
 from pipeline import schemas
 from pipeline.config import load_config
 from tests.real_scans import break_missing_aggregation, break_truncated_ply, break_unknown_segments

@@ -1,7 +1,7 @@
 """After a demo-like build into a persistent instance, ``dagster dev`` shows it built and starts no runs.
 
 What ``make demo`` then ``make ui`` does, on two tiny scans: ``scan2qa build``
-into a ``DAGSTER_HOME`` whose ``dagster.yaml`` ``assets.demo_instance`` wrote,
+into a ``DAGSTER_HOME`` whose ``dagster.yaml`` ``runs.demo_instance`` wrote,
 then ``dagster dev`` on loopback with the sensors running. Headless Chromium
 (Debian's ``chromium`` package, driven by playwright) opens the UI and finds
 every partition materialized and the tables' checks passed; the
@@ -39,7 +39,7 @@ STATS_QUERY = '{ assetNodeOrError(assetKey: {path: ["%s"]}) { ... on AssetNode {
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     """Two scans built by ``scan2qa build`` into a demo instance, as ``make demo`` does."""
-    from assets.demo_instance import write_demo_instance
+    from runs.demo_instance import write_demo_instance
     from tests.real_scans import write_scan
 
     root = tmp_path_factory.mktemp("demo")

@@ -45,7 +45,7 @@ PYPROJECT = ROOT / "pyproject.toml"
 STORAGE = ROOT / "resources" / "storage.py"
 CELERY = ROOT / "assets" / "celery.py"
 DAGSTER_YAML = ROOT / "deploy" / "dagster.yaml"
-CODE_DIRS = [ROOT / "assets", ROOT / "resources", ROOT / "pipeline"]
+CODE_DIRS = [ROOT / "assets", ROOT / "runs", ROOT / "resources", ROOT / "pipeline"]
 
 BASE_IMAGE = "python:3.11-slim-bookworm"
 

@@ -47,7 +47,7 @@ def test_dagster_yaml_passes_dagsters_instance_loader(dagster_home):
     config, custom_class = dagster_instance_config(str(dagster_home))
     assert custom_class is None
     coordinator = config["run_coordinator"]
-    assert (coordinator["module"], coordinator["class"]) == ("dagster._core.run_coordinator", "QueuedRunCoordinator")
+    assert (coordinator["module"], coordinator["class"]) == ("dagster", "QueuedRunCoordinator")
     queued = resolved(convert_user_facing_definition_config_schema(QueuedRunCoordinator.config_type()).config_type,
                       coordinator["config"])
     assert queued["max_concurrent_runs"] == 7

@@ -8,13 +8,16 @@ dependency from the reader, never from the layering.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCT_PACKAGES = ("pipeline", "expectations", "resources", "assets", "deploy", "benches")
+PRODUCT_PACKAGES = ("pipeline", "expectations", "resources", "assets", "runs", "deploy", "benches")
 PRODUCT_MODULES = ("scan2qa",)
-ABOVE_PIPELINE = ("assets", "resources", "expectations", "deploy", "benches", "scan2qa", "dagster")
+ABOVE_PIPELINE = ("assets", "runs", "resources", "expectations", "deploy", "benches", "scan2qa", "dagster")
+# What drives an instance from outside the code location: above assets, so the code location never loads it.
+ABOVE_ASSETS = ("runs", "deploy", "benches", "scan2qa")
 COMPUTED = "<a module name computed at run time>"
 
 # pipeline's packages and top-level modules, bottom first. A module may import its own rank or any rank below;
@@ -146,8 +149,10 @@ def broken_rule(imp: ImportLine) -> str | None:
         return f"pipeline imports nothing above it (here {dst})"
     if src == "expectations" and dst in ABOVE_PIPELINE and dst != "expectations":
         return f"expectations imports only pipeline (here {dst})"
-    if src == "resources" and dst == "assets":
-        return "resources imports no assets"
+    if src == "resources" and dst in ("assets", *ABOVE_ASSETS):
+        return f"resources imports no {dst}"
+    if src == "assets" and dst in ABOVE_ASSETS:
+        return f"assets holds Dagster definitions and imports no run management (here {dst})"
     if src == dst == "pipeline" and (imp.path, _module_of(imp.target)) not in ALLOWED_UPWARD:
         a, b = pipeline_unit(imp.importer), pipeline_unit(imp.target)
         if a != b and not same_stage(imp.importer, imp.target) and b in RANK and RANK.get(a, -1) < RANK[b]:
@@ -216,3 +221,21 @@ def test_a_planted_upward_import_is_named_with_file_line_and_rule(tmp_path):
         "pipeline.geometry sits below pipeline.scene in the declared order",
         "pipeline/geometry/planted.py:7: imports assets.catalog: pipeline imports nothing above it (here assets)",
     ]
+
+
+def test_a_planted_import_of_run_management_into_assets_is_named(tmp_path):
+    (tmp_path / "assets").mkdir()
+    planted = tmp_path / "assets" / "planted.py"
+    planted.write_text("import dagster as dg\n\n\ndef f():\n    from runs.build import build\n    return build\n")
+    assert violations(imports_of(planted, tmp_path)) == [
+        "assets/planted.py:5: imports runs.build.build: "
+        "assets holds Dagster definitions and imports no run management (here runs)",
+    ]
+
+
+def test_every_private_dagster_module_of_product_code_is_named_in_design():
+    """docs/DESIGN.md lists each private Dagster module the product still imports, with why (issue 39)."""
+    named = re.findall(r"`(dagster\._[\w.]*?)(?:\.\*)?`", (ROOT / "docs" / "DESIGN.md").read_text())
+    unnamed = [f"{imp.at()}: imports {imp.target}" for imp in all_imports() if imp.target.startswith("dagster._")
+               and not any(imp.target == name or imp.target.startswith(name + ".") for name in named)]
+    assert not unnamed, "private Dagster API docs/DESIGN.md does not name, with why:\n" + "\n".join(unnamed)

@@ -87,7 +87,7 @@ def test_mesh_artifact_round_trips_what_the_reader_parsed(layouts, tmp_path):
 
 def test_a_build_parses_each_scan_once(tmp_path, monkeypatch):
     import pipeline.scene.readers as readers
-    from assets.build import build
+    from runs.build import build
 
     root = tmp_path / "scans"
     for scene in ("scene0980_00", "scene0981_00"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assets.build import output_summary
+from runs.build import output_summary
 from pipeline.config import Config
 from pipeline.scene.scan_notes import write_skipped
 

@@ -32,7 +32,7 @@ RELEASE_QUERY = """{ assetNodeOrError(assetKey: {path: ["release"]}) { ... on As
 @pytest.fixture(scope="module")
 def served_demo(tmp_path_factory):
     """Two scans built into a demo instance with the releases folder served on loopback (``make demo``, ``make ui``)."""
-    from assets.demo_instance import write_demo_instance
+    from runs.demo_instance import write_demo_instance
     from tests.real_scans import write_scan
 
     root = tmp_path_factory.mktemp("served_demo")

@@ -22,7 +22,7 @@ import pytest
 import assets.frames
 import assets.scene
 import assets.visibility
-from assets.build import build, run_failure
+from runs.build import build, run_failure
 from assets.partitions import SOURCE_TAG
 from pipeline.config import load_config
 from pipeline.scene.discovery import discover_scans

@@ -122,7 +122,7 @@ def test_a_second_synth_into_the_same_folder_is_refused(tmp_path):
 
 def test_the_demo_build_finishes_an_interrupted_synth(tmp_path, monkeypatch, capsys):
     """``make demo`` after a killed one: the record is found and the synth finished before anything is built."""
-    from assets.build import finish_interrupted_synth
+    from runs.build import finish_interrupted_synth
     from pipeline.config import load_config
 
     scans = tmp_path / "scans"

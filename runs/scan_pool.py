@@ -48,7 +48,7 @@ class ScanRunner:
 
     @classmethod
     def open(cls, config: Config, config_file: str, keys: Iterable[str]) -> ScanRunner:
-        from assets.build import open_instance, register_partitions
+        from runs.build import open_instance, register_partitions
         from assets.definitions import all_asset_checks, all_assets
         from assets.jobs import per_scan_keys
         from resources.defaults import default_resources
@@ -61,10 +61,10 @@ class ScanRunner:
         return cls([*all_assets, *all_asset_checks], per_scan_keys(all_assets), resources, instance)
 
     def run(self, key: str, uri: str, show_progress: bool = True) -> ScanOutcome:
-        from assets.build import materialize_quietly
+        from runs.build import materialize_quietly
         from assets.jobs import SCAN_JOB
         from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG
-        from assets.progress import listener, print_line
+        from runs.step_lines import listener, print_line
         from pipeline.scene.discovery import scan_fingerprint
 
         started = time.perf_counter()
@@ -107,7 +107,7 @@ def stop_workers(pool: ProcessPoolExecutor, grace: float = WORKER_GRACE_SECONDS)
     Leaving it to ``shutdown`` would wait for the scans in flight to finish, and a parent that exits first
     leaves its workers running with no parent. A worker inside a run may not get to end it (Dagster's own
     interrupt is not reliable inside native calls), so the build marks the runs it leaves as canceled
-    (``assets.build``). Dagster's log-tailing children of a worker end themselves once it is gone.
+    (``runs.build``). Dagster's log-tailing children of a worker end themselves once it is gone.
     """
     processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)

@@ -30,16 +30,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from dagster import DagsterRunStatus
-from dagster._core.storage.dagster_run import RunRecord
-from dagster._core.storage.tags import (
-    AUTO_RETRY_RUN_ID_TAG,
-    PARTITION_NAME_TAG,
-    RETRY_NUMBER_TAG,
-    WILL_RETRY_TAG,
-)
+from dagster import DagsterRunStatus, RunRecord
 
 from assets.partitions import keys_between, partition_range
+
+# Run tags Dagster writes, by the names its UI shows: it exports no constant for them (tests/test_public_dagster_api.py
+# checks these against its own).
+PARTITION_NAME_TAG = "dagster/partition"
+RETRY_NUMBER_TAG = "dagster/retry_number"  # on a retry: how many came before it
+WILL_RETRY_TAG = "dagster/will_retry"  # on a failed run: whether the retry daemon will launch a retry
+AUTO_RETRY_RUN_ID_TAG = "dagster/auto_retry_run_id"  # on a failed run: the retry the daemon launched
 
 ENDED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
 # Seconds the retry daemon (it looks for failed runs every 5 s) gets to tag or retry a failed run.

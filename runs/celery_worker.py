@@ -1,4 +1,4 @@
-"""The Celery app workers run: ``celery -A assets.celery_worker worker --concurrency 1 --loglevel INFO``.
+"""The Celery app workers run: ``celery -A runs.celery_worker worker --concurrency 1 --loglevel INFO``.
 
 It is dagster-celery's own step task (``dagster_celery.tasks.create_task``) on
 an app configured exactly as ``assets.celery`` configures the executor, so the

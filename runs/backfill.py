@@ -10,7 +10,7 @@ command line, so 10,000 scans are as easy as 4) and its
 ``QueuedRunCoordinator`` starts them as its concurrency limit allows, each
 run's steps going to the Celery workers when the job is ``scan_job_celery``.
 With run retries on, the daemon retries a failed run; the backfill stays open
-while runs are in flight, which is what lets it (``assets.backfill_progress``).
+while runs are in flight, which is what lets it (``runs.backfill_progress``).
 
 With ``--wait`` the command follows every scan's newest run until it has
 ended and no retry of it is coming, printing a line per scan, then queues the
@@ -18,7 +18,7 @@ dataset-wide job, follows it the same way and checks the release it wrote
 against the batch: a release missing any scan of the batch, or a scan that
 failed, is a non-zero exit with one line per missing scan naming its key and
 its error. Every instance call survives the database being unreachable for
-``--db-patience`` seconds (``assets.instance_calls``). Nothing here schedules
+``--db-patience`` seconds (``runs.instance_calls``). Nothing here schedules
 or retries anything itself: kill this command and the queued runs go on.
 """
 
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from dagster._core.storage.tags import AUTO_RETRY_RUN_ID_TAG, WILL_RETRY_TAG
-
-from assets.backfill_progress import (
+from runs.backfill_progress import (
+    AUTO_RETRY_RUN_ID_TAG,
+    WILL_RETRY_TAG,
     DATASET_WIDE,
     FAILED,
     OK,
@@ -52,7 +52,7 @@ from assets.backfill_progress import (
     run_range,
 )
 from assets.celery import DATASET_JOB_CELERY, SCAN_JOB_CELERY
-from assets.instance_calls import DEFAULT_PATIENCE_S, DatabaseGone, Patience
+from runs.instance_calls import DEFAULT_PATIENCE_S, DatabaseGone, Patience
 from assets.jobs import DATASET_JOB, SCAN_JOB
 from assets.run_errors import batch_failed_scans, scan_line, stored_run_failure
 from assets.run_policy import MAX_RUNTIME_TAG, scan_run_tags
@@ -198,11 +198,9 @@ def add_asset_backfill(instance: dg.DagsterInstance, patience: Patience, workspa
 
 def launch_job(instance: dg.DagsterInstance, patience: Patience, workspace, job_name: str, tags: dict[str, str]) -> str:
     """Queue one run of an unpartitioned job, as ``dagster job launch`` does; repeatable after an outage."""
-    from dagster._core.utils import make_new_run_id
-
     location, repo, remote_job = find_job(workspace, job_name)
     plan = location.get_execution_plan(remote_job, {}, step_keys_to_execute=None, known_state=None, instance=instance)
-    run_id = make_new_run_id()
+    run_id = str(uuid.uuid4())  # a run id is a UUID4 (what Dagster's own make_new_run_id returns)
 
     def create_and_submit() -> None:
         run = instance.get_run_by_id(run_id)
@@ -444,7 +442,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def backfill(args: argparse.Namespace, config, keys: list[str], patience: Patience) -> int:
-    from assets.build import output_summary
+    from runs.build import output_summary
     from assets.partitions import scan_partitions
 
     batch = uuid.uuid4().hex[:12]

@@ -4,14 +4,14 @@ The same assets, IO manager and partitions as the Dagster code location, run
 without a daemon: each scan partition is materialized on its own so a bad scan
 fails only its own partition, then the dataset-wide assets are built from the
 partitions that succeeded. With ``--workers N`` (default: every core) the scan
-partitions run in N worker processes (``assets.scan_pool``); ``--workers 1``
+partitions run in N worker processes (``runs.scan_pool``); ``--workers 1``
 keeps them in this process. Runs are recorded in the ``DAGSTER_HOME`` instance
 when that variable is set (``make demo`` sets it to ``.dagster_home``, so
 ``dagster dev`` afterwards shows every partition, check and the release run),
 else in an ephemeral one. Each scan's run carries the discovery fingerprint
 of its folder, so the ``scan_discovery`` sensor does not rebuild it, and a later
 build does not either: scans (and a release) built from the same files, code
-and config are said to be up to date and left as they are (``assets.up_to_date``).
+and config are said to be up to date and left as they are (``runs.up_to_date``).
 A write the output disk refuses (no space) stops the build with one line.
 
 While a scan builds, the step running and the frames done in the long steps
@@ -30,6 +30,7 @@ import re
 import shutil
 import tempfile
 import time
+import uuid
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -96,7 +97,7 @@ class BuildReport:
     failed: dict[str, str] = field(default_factory=dict)  # partition key -> one-line error
     dataset_wide_error: str | None = None
     skipped: list[str] = field(default_factory=list)  # folders under the scans root not taken, and why
-    up_to_date: list[str] = field(default_factory=list)  # keys in ``ok`` not built again (``assets.up_to_date``)
+    up_to_date: list[str] = field(default_factory=list)  # keys in ``ok`` not built again (``runs.up_to_date``)
     release_up_to_date: str | None = None  # the latest release, when the dataset-wide assets were not built again
 
 
@@ -138,16 +139,14 @@ def materialize_quietly(
 
     With ``job_name`` one of the code location's jobs (``scan_job``, ``dataset_job``, whose selection
     ``selection`` must be), the run is recorded as a run of that job with its origin in the code location, so
-    the UI can re-execute it (``assets.run_origin``). Returns (success, one-line error); ``details``, a list,
+    the UI can re-execute it (``runs.run_origin``). Returns (success, one-line error); ``details``, a list,
     receives the failed checks' expectations.
     """
-    from dagster._core.utils import make_new_run_id
-
     from assets.jobs import DATASET_JOB, SCAN_JOB
     from assets.partitions import scan_partitions
-    from assets.run_origin import runs_from_code_location
+    from runs.run_origin import runs_from_code_location
 
-    run_id = make_new_run_id()
+    run_id = str(uuid.uuid4())  # a run id is a UUID4 (what Dagster's own make_new_run_id returns)
     located = job_name in (SCAN_JOB, DATASET_JOB)
     try:
         job_tags = {"scan2qa/phase": "dataset"} if job_name == DATASET_JOB else None
@@ -370,7 +369,7 @@ def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide:
 def _build_in(instance, report, scans, definitions, resources, config, config_file, workers, dataset_wide) -> None:
     from assets.definitions import all_assets
     from assets.jobs import DATASET_JOB, dataset_wide_keys
-    from assets.up_to_date import dataset_wide_up_to_date, up_to_date_scans
+    from runs.up_to_date import dataset_wide_up_to_date, up_to_date_scans
 
     fresh = up_to_date_scans(instance, scans, definitions, resources, config)
     if fresh:
@@ -406,7 +405,7 @@ def _build_in(instance, report, scans, definitions, resources, config, config_fi
         print(f"up to date: the dataset-wide assets and release {release} (latest) were built from these scans, "
               f"code and config (not built again)", flush=True)
     elif dataset_wide and dataset_selection and report.ok:
-        from assets.progress import listener, print_line
+        from runs.step_lines import listener, print_line
 
         started = time.perf_counter()
         names = ", ".join(k.to_user_string() for k in dataset_selection)
@@ -430,7 +429,7 @@ def _build_scans(instance, scans, definitions, resources, config, config_file, w
     """Every scan partition, each its own run, in this process or on ``workers`` processes; prints progress."""
     from assets.definitions import all_assets
     from assets.jobs import per_scan_keys
-    from assets.scan_pool import ScanOutcome, ScanRunner, run_scans_in_pool
+    from runs.scan_pool import ScanOutcome, ScanRunner, run_scans_in_pool
 
     finished = 0
 

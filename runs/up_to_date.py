@@ -23,6 +23,7 @@ Dagster) counts as not up to date: the build then does what it always did.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 
 import dagster as dg
@@ -34,10 +35,9 @@ from pipeline.storage import upath
 def _stale_resolver(instance: dg.DagsterInstance, definitions: list, resources: dict):
     from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
     from dagster._core.definitions.data_version import CachingStaleStatusResolver
-    from dagster._time import get_current_datetime
-
     graph = dg.Definitions(assets=definitions, resources=resources).resolve_asset_graph()
-    view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+    now = datetime.datetime.now(datetime.timezone.utc)
+    view = AssetGraphView(temporal_context=TemporalContext(effective_dt=now, last_event_id=None),
                           instance=instance, asset_graph=graph)
     return CachingStaleStatusResolver(instance, graph, loading_context=view)
 
@@ -83,7 +83,7 @@ def up_to_date_scans(instance: dg.DagsterInstance, scans: list[tuple[str, str]],
 def dataset_wide_up_to_date(instance: dg.DagsterInstance, definitions: list, resources: dict, config: Config,
                             skipped: list[str]) -> str | None:
     """The latest release's version if the dataset-wide assets need no rebuild (no scan was built now), else None."""
-    from assets.build import latest_release
+    from runs.build import latest_release
     from assets.definitions import all_assets
     from assets.jobs import dataset_wide_keys
     from pipeline.scene.scan_notes import read_skipped

@@ -37,7 +37,7 @@ AUTOMATION_INTERVAL = 30  # default seconds between evaluations
 
 # The dataset-wide tables; a dataset-wide step waits until those it reads exist (before the first scan is built
 # there is nothing to release). Per-scan inputs are never waited for: a scan that never built is left out.
-DATASET_TABLES = ("scan_membership", "pinpoint_qa", "qa", "qa_distribution_drops")
+DATASET_TABLES = ("scan_membership", "pinpoint_qa", "pinpoint_qa_drops", "qa", "qa_distribution_drops")
 
 
 def dataset_automation() -> dg.AutomationCondition:

@@ -60,6 +60,7 @@ def column_schema(table: str) -> dg.TableSchema:
     from pipeline.schemas import SCHEMAS
 
     source = "qa" if table in ("qa_candidates", "pinpoint_qa_candidates", "pinpoint_qa") else table
+    source = "qa_distribution_drops" if table == "pinpoint_qa_drops" else source
     notes = _column_notes().get(source, {})
     return dg.TableSchema(
         columns=[

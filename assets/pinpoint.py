@@ -3,7 +3,8 @@
 ``pinpoint_targets`` / ``pinpoint_neighbors`` need the mesh, read from what
 the scene step stored (``partition_geometry``), not by parsing the scan again; ``pinpoint_qa_candidates`` is a pure
 table step per scan over every budget; ``pinpoint_qa`` assigns scene-level
-train/val/test splits over all partitions that succeeded. Nothing is produced
+train/val/test splits over all partitions that succeeded, after Iterative Bias Pruning (its drops:
+``pinpoint_qa_drops``). Nothing is produced
 when the run configuration's ``profiles`` does not list ``pinpointqa``.
 """
 
@@ -127,17 +128,28 @@ def pinpoint_qa_candidates(
     return table
 
 
-@dg.asset(
+@dg.multi_asset(
+    outs={
+        "pinpoint_qa": table_out(
+            "pinpoint_qa", __name__,
+            "all PinpointQA questions with the dataset-wide presence negatives, pruned against the learned blind "
+            "adversary, and scene-level train/val/test splits (≈ 6:2:2, stratified by dataset)",
+            automation_condition=dataset_automation(),
+        ),
+        "pinpoint_qa_drops": table_out(
+            "pinpoint_qa_drops", __name__,
+            "PinpointQA questions Iterative Bias Pruning dropped, with their reason (appended to qa_distribution_drops)",
+            automation_condition=dataset_automation(),
+        ),
+    },
     group_name="pinpointqa",
     ins={
         "pinpoint_qa_candidates": dg.AssetIn("pinpoint_qa_candidates", partition_mapping=dg.AllPartitionMapping()),
         "objects": dg.AssetIn("objects", partition_mapping=dg.AllPartitionMapping()),
         "scan_membership": dg.AssetIn("scan_membership"),
     },
-    description="all PinpointQA questions with the dataset-wide presence negatives and scene-level "
-    "train/val/test splits (≈ 6:2:2, stratified by dataset)",
-    automation_condition=dataset_automation(),
-    **table_asset("pinpoint_qa", __name__),
+    deps=["reviewer_verdicts"],  # accepted questions are pinned: a new verdict makes the pruning stale
+    can_subset=False,
 )
 def pinpoint_qa(
     context: dg.AssetExecutionContext,
@@ -146,12 +158,14 @@ def pinpoint_qa(
     pinpoint_qa_candidates: TableParts,
     objects: TableParts,
     scan_membership: pl.DataFrame,
-) -> TableFrames:
+):
     from pipeline.pinpoint.presence import draw_presence_per_split
     from pipeline.pinpoint.splits import with_splits
     from pipeline.qa.balance import balance_letters
+    from pipeline.qa.bias_pruning import prune_table
     from pipeline.qa.letter_key import build_key
     from pipeline.release.membership import built_keys
+    from pipeline.release.verdicts import accepted_ids, read_verdicts
 
     # Per-scan option orders are fixed per target; the correct letter is balanced over the whole benchmark.
     config = step_config(context, storage, run_config, __name__)
@@ -165,14 +179,20 @@ def pinpoint_qa(
         candidates, dict(zip(labels["key"].to_list(), labels["raw_label"].to_list())), config.seed,
         pinpoint_config(config),
     )
+    # The last selection, as in the qa step: what the learned blind adversary answers goes, reviewer-accepted
+    # questions never do; letters are balanced on what is left.
+    pinned = frozenset(accepted_ids(read_verdicts(config.verdicts_path, config.storage_options)))
+    candidates, drops = prune_table(candidates, seed=config.seed, pinned=pinned)
     key = build_key(config.output_root, config.storage_options)  # secret: ids and seed ship with the release
     balanced = balance_letters(candidates, seed=config.seed, letters="ABCD", letter_key=key)
     table = with_splits(balanced, pinpoint_config(config), previous=scene_splits)
     table = table.sort(["key", "budget", "question_type", "id"])
     counts = table.group_by("split", "question_type").len().sort("split", "question_type")
     per_split = {f"{r['split']}/{r['question_type']}": r["len"] for r in counts.iter_rows(named=True)}
-    context.add_output_metadata({"per_split": dg.MetadataValue.json(per_split)})
+    dropped = dict(drops.group_by("question_type").len().sort("question_type").iter_rows())
     # Handed over as a one-shot stream of one frame: a run in one process (``scan2qa build``) keeps every output's
     # value until the run ends, and this table (a million rows at 10,000 scans) would stay through the qa step
     # and the release; the exhausted iterator lets it go once written.
-    return TableFrames("pinpoint_qa", iter([table]))
+    yield dg.Output(TableFrames("pinpoint_qa", iter([table])), output_name="pinpoint_qa",
+                    metadata={"per_split": dg.MetadataValue.json(per_split)})
+    yield dg.Output(drops, output_name="pinpoint_qa_drops", metadata={"per_type": dg.MetadataValue.json(dropped)})

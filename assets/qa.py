@@ -81,6 +81,7 @@ def qa_candidates(
     ins={
         "qa_candidates": dg.AssetIn("qa_candidates", partition_mapping=dg.AllPartitionMapping()),
         "pinpoint_qa": dg.AssetIn("pinpoint_qa"),
+        "pinpoint_qa_drops": dg.AssetIn("pinpoint_qa_drops"),
         "scan_membership": dg.AssetIn("scan_membership"),
     },
     deps=["reviewer_verdicts"],  # accepted questions are pinned: a new verdict makes qa stale
@@ -93,6 +94,7 @@ def qa(
     run_config: RunConfigResource,
     qa_candidates: TableParts,
     pinpoint_qa: TableParts,
+    pinpoint_qa_drops: pl.DataFrame,
     scan_membership: pl.DataFrame,
 ):
     from pipeline.qa.finalize import streamed_qa_parts
@@ -123,5 +125,7 @@ def qa(
         tail = (schemas.conform("qa", pinpoint_qa.read()) for _ in range(1 if pinpoint else 0))
         frames = itertools.chain(decided.frames(), tail)
         yield dg.Output(TableFrames("qa", frames), output_name="qa", metadata={"per_type": dg.MetadataValue.json(per_type)})
+    if pinpoint and not pinpoint_qa_drops.is_empty():  # PinpointQA's pruning, recorded beside the other profiles'
+        drops.append(schemas.conform("qa_distribution_drops", pinpoint_qa_drops))
     record = schemas.conform("qa_distribution_drops", pl.concat(drops)) if drops else schemas.empty("qa_distribution_drops")
     yield dg.Output(record, output_name="qa_distribution_drops")

@@ -15,7 +15,8 @@ The dataset-wide assets are then materialized through the ``dataset_job``
 selection, as ``scan2qa build`` does, in a fresh child process (so the figures
 are those of the steps, not of building the sources). A sampler thread in the
 child records CPU time and resident memory; Dagster's step events cut the run
-into phases: ``qa`` (``pinpoint_qa`` and ``qa``), ``gate`` (the blocking
+into phases: ``qa`` (``pinpoint_qa`` and ``qa``; within it, the spans of the learned adversary and Iterative
+Bias Pruning, ``pipeline.qa.pruning_cost``), ``gate`` (the blocking
 expectation checks on ``qa``) and ``release`` (verdicts, the gate on the
 released tables, report, Data Docs and the atomic write). Replicas repeat a
 few scans' answers, so the run's ``gate.frequency_ceiling`` defaults to 1.0
@@ -27,6 +28,7 @@ Dagster is imported lazily, only by the functions that drive it.
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import json
 import os
@@ -299,6 +301,26 @@ class Sampler(threading.Thread):
             "maxrss_children_mb": round(after[0][3] / 1024, 1),
         }
 
+    def spans(self, spans: list[tuple[float, float, float]]) -> dict | None:
+        """Figures over many short spans (wall start, wall end, CPU s measured in them): summed wall and CPU time,
+        the peak resident memory sampled inside any of them (None without spans)."""
+        if not spans:
+            return None
+        times = [s[0] for s in self.samples]
+        inside = []
+        for start, end, _ in spans:  # the samples in each span, and the last one before it (memory on entry)
+            first = max(bisect.bisect_left(times, start) - 1, 0)
+            inside += self.samples[first:bisect.bisect_right(times, end)]
+        last = self.samples[min(bisect.bisect_left(times, spans[-1][1]), len(self.samples) - 1)]
+        return {
+            "wall_s": round(sum(b - a for a, b, _ in spans), 2),
+            "cpu_s": round(sum(c for _, _, c in spans), 2),
+            "peak_rss_mb": round(max(s[4] for s in inside) / 1024, 1),
+            "maxrss_self_mb": round(last[2] / 1024, 1),
+            "maxrss_children_mb": round(last[3] / 1024, 1),
+            "calls": len(spans),
+        }
+
 
 def phase_of(step_key: str) -> str:
     if step_key == "scan_membership":
@@ -338,7 +360,10 @@ def measure(out: Path, keys: list[str], config_file: Path) -> dict:
     instance.add_dynamic_partitions(scan_partitions.name, keys)
     # Replicas were written as files: the instance records them as built, as after a build of every scan.
     record_built_elsewhere(instance, keys)
+    from pipeline.qa import pruning_cost
+
     imported = _sample()
+    pruning_cost.reset()
     sampler = Sampler()
     sampler.start()
     run_started = time.time()
@@ -370,6 +395,8 @@ def measure(out: Path, keys: list[str], config_file: Path) -> dict:
         "startup_maxrss_mb": round(imported[2] / 1024, 1),
         "run": sampler.window(run_started, run_ended),
         "phases": {name: sampler.window(*span) for name, span in sorted(phases.items())},
+        # Inside the qa phase: the learned adversary's fits and Iterative Bias Pruning (every profile's).
+        "qa_adversary": sampler.spans(pruning_cost.spans()),
         "steps": {name: sampler.window(*span) for name, span in sorted(steps.items())},
     }
 
@@ -469,7 +496,9 @@ def format_result(r: dict) -> str:
         f"  run {'ok' if r['success'] else 'FAILED: ' + str(r['error'])}; child start-up {r['startup_s']:.1f} s",
     ]
     rows = [("phase", "wall s", "CPU s", "peak RSS MB", "maxrss self MB", "maxrss children MB")]
-    for name, w in [*r["phases"].items(), ("whole run", r["run"])]:
+    adversary = [("  of which adversary + pruning", r["qa_adversary"])] if r.get("qa_adversary") else []
+    phases = [item for name, w in r["phases"].items() for item in [(name, w), *(adversary if name == "qa" else [])]]
+    for name, w in [*phases, ("whole run", r["run"])]:
         rows.append((name, f"{w['wall_s']:.1f}", f"{w['cpu_s']:.1f}", f"{w['peak_rss_mb']:.0f}",
                      f"{w['maxrss_self_mb']:.0f}", f"{w['maxrss_children_mb']:.0f}"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

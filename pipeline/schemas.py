@@ -271,6 +271,8 @@ SCHEMAS["qa_candidates"] = SCHEMAS["qa"]
 # PinpointQA questions: per scan (split null), then dataset-wide with scene-level splits.
 SCHEMAS["pinpoint_qa_candidates"] = SCHEMAS["qa"]
 SCHEMAS["pinpoint_qa"] = SCHEMAS["qa"]
+# What Iterative Bias Pruning dropped from PinpointQA (the qa step appends it to ``qa_distribution_drops``).
+SCHEMAS["pinpoint_qa_drops"] = SCHEMAS["qa_distribution_drops"]
 
 
 def schema(name: str) -> pa.Schema:

@@ -39,3 +39,13 @@ def test_a_release_within_every_bound_passes():
                  _row("revsi", "object_abs_distance", best_constant=0.3, adversary=0.4)]
     assert adversary_overruns(baselines, _pruned_settings) == []
     assert adversary_within_bounds(baselines).passed
+
+
+def test_the_manifest_baselines_carry_chance_so_a_choice_bound_is_chance_plus_five_points():
+    """``baseline_rows`` (what the manifest's ``checks.baselines`` holds) gave no ``random``: every choice type was
+    held to 5% and named over its bound."""
+    from pipeline.qa.stats import baseline_rows
+    from tests.test_adversary import _choices
+
+    rows = baseline_rows(_choices(leak=False, scenes=12))
+    assert rows and all(abs(row["random"] - 0.25) < 1e-9 for row in rows)

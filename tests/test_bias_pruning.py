@@ -70,3 +70,21 @@ def test_a_presence_table_is_pruned_to_55_percent_with_its_drops_recorded():
     assert drops["reason"].str.starts_with("the learned blind adversary answered it").all()
     scores = group_score(AdversaryGroup(with_mentions(kept), SceneContext(with_mentions(kept)), 0).held_out())
     assert max(scores.values()) <= 0.55 + 0.03  # refitted on the kept table: its own folds, near the bound
+
+
+def test_a_pinpoint_table_pruned_twice_drops_the_same_rows_and_never_a_pinned_one():
+    from pipeline.qa.bias_pruning import prune_table
+    from tests.test_adversary import NAMES, _row
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for scene in range(60):
+        for name in rng.choice(NAMES, size=5, replace=False):
+            truth = "Yes" if name in ("sofa", "chair", "table") else str(rng.choice(["Yes", "No"]))
+            rows.append({**_row(len(rows), scene, "presence", f"Is there a {name} in the scene?", [], truth), "profile": "pinpointqa"})
+    qa = pl.DataFrame(rows)
+    sofas = frozenset(qa.filter(pl.col("question").str.contains("sofa") & (pl.col("ground_truth") == "Yes"))["id"])
+    kept, drops = prune_table(qa, seed=0, pinned=sofas)
+    again, drops_again = prune_table(qa, seed=0, pinned=sofas)
+    assert drops.height > 0 and kept.equals(again) and drops.equals(drops_again)
+    assert sofas <= set(kept["id"])

@@ -101,7 +101,12 @@ def test_dataset_wide_assets_build_a_release_and_report_each_phase(bench):
     released = read_table(upath(work / "replicas" / "releases" / "latest" / "tables" / "qa.parquet"), "qa")
     assert set(released["key"]) <= {f"synthetic/bench{i:05d}_00" for i in range(REPLICAS)}
     assert result["release_videos"] > 0
+    # the learned adversary and pruning, a part of the qa phase: its own CPU time, inside the phase's
+    adversary = result["qa_adversary"]
+    assert adversary["calls"] > 0 and 0 <= adversary["cpu_s"] <= result["phases"]["qa"]["cpu_s"] + 0.1
+    assert adversary["peak_rss_mb"] > 0
     assert "dataset bench: 6 scans" in dataset_bench.format_result(result)
+    assert "of which adversary + pruning" in dataset_bench.format_result(result)
 
 
 def test_sources_whose_id_prefixes_collide_are_refused(tmp_path):

@@ -36,9 +36,10 @@ def test_qa_assets_materialize_per_scan_then_dataset_wide(tmp_path):
         assert result.success
     # The PinpointQA step is upstream of qa too; an empty table stands for a run that produced none.
     write_table(upath(tables_root / "pinpoint_qa.parquet"), "pinpoint_qa", schemas.empty("qa"))
-    pinpoint = dg.SourceAsset(key="pinpoint_qa")
+    write_table(upath(tables_root / "pinpoint_qa_drops.parquet"), "pinpoint_qa_drops", schemas.empty("qa_distribution_drops"))
+    pinpoint = [dg.SourceAsset(key="pinpoint_qa"), dg.SourceAsset(key="pinpoint_qa_drops")]
     record_built_elsewhere(instance, keys)  # upstream tables were written directly, not by runs
-    result = dg.materialize([*sources, pinpoint, qa_candidates, scan_membership, qa], resources=resources,
+    result = dg.materialize([*sources, *pinpoint, qa_candidates, scan_membership, qa], resources=resources,
                             instance=instance, selection=[scan_membership, qa])
     assert result.success
     final = read_table(upath(tables_root / "qa.parquet"), "qa")

@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 
 from pipeline.qa.ids import unit_draws
+from pipeline.qa.pruning_cost import recorded
 from pipeline.scoring import metrics
 from pipeline.scoring.adversary import AdversaryGroup, group_score
 from pipeline.scoring.adversary_features import SceneContext
@@ -79,6 +80,7 @@ def adversary_bound(kind: str, settings: dict, chance: float) -> float | None:
     return float(ceiling) if kind == "nq" and ceiling is not None else None
 
 
+@recorded  # its cost is a phase of ``scan2qa bench dataset``
 def prune_group(
     part: pl.DataFrame,
     context: SceneContext,
@@ -157,6 +159,7 @@ PINPOINT_TYPES = {"presence": {}, "reference_mcq": {}}  # PinpointQA's choice ty
 CONTEXT_PASSES = 3  # pruning passes over a whole table, each reading the scenes as the previous one left them
 
 
+@recorded
 def prune_table(
     qa: pl.DataFrame, seed: int, types: dict[str, dict] | None = None, pinned: frozenset[str] = frozenset()
 ) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -69,6 +69,7 @@ from pipeline import schemas
 from pipeline.qa.constant_bound import keep_under_ceiling
 from pipeline.qa.ids import id_among, unit_draws
 from pipeline.qa.profiles import Profile, TaskRule
+from pipeline.qa.pruning_cost import recorded
 from pipeline.scoring.best_constant import best_constant_score
 from pipeline.scoring.metrics import _mode_answer, score_constant_answer
 
@@ -412,6 +413,7 @@ def _prune(
     return after, summary["rounds"]
 
 
+@recorded  # with the scene contexts it builds: the cost ``scan2qa bench dataset`` reports
 def _prune_all(ordered: pl.DataFrame, profile: Profile, seed: int, pinned, real_rows: pl.DataFrame, decided: list, dropped: list[int]) -> None:
     """Iterative Bias Pruning of every group with ``balance.adversary``, updating ``decided`` in place.
 

@@ -179,7 +179,8 @@ def compute_stats(
         contents = [_correct_text(o, g) for o, g in zip(options, ground_truths)] if kind == "mcq" else ground_truths
         if describe:
             entry.update(_description(kind, ground_truths, contents, options))
-            entry["random_baseline"] = chance_score(question_type, ground_truths, options)
+        # Always: the release's adversary check reads a choice type's bound (chance + 5 points) from it.
+        entry["random_baseline"] = chance_score(question_type, ground_truths, options)
         freq = frequency.get(tuple(values[c] for c in GROUP))
         entry["frequency_answer"] = freq["answer"] if freq else None
         entry["frequency_baseline"] = freq["score"] if freq else None

@@ -139,6 +139,10 @@ def test_churn_counts_kept_new_and_gone_per_type():
     assert (row["gone_bound"], row["gone_scan_changed"], row["new_back_in"], row["new_candidate"]) == (1, 0, 1, 0)
     (row,) = churn(previous, current, drops=drops, rejected=["q2"])
     assert (row["gone_rejected"], row["gone_bound"]) == (1, 0)
+    (row,) = churn(previous, current, changed_keys=["a/1"])  # a/1's checksum changed: its churn is the scan's
+    assert (row["gone_scan_changed"], row["gone_bound"], row["new_candidate"], row["new_back_in"]) == (1, 0, 1, 0)
+    (row,) = churn(previous, current, changed_keys=[])  # no scan changed: a bound took q2 and gave q5 a place
+    assert (row["gone_scan_changed"], row["gone_bound"], row["new_candidate"], row["new_back_in"]) == (0, 1, 0, 1)
 
 
 def test_the_report_and_manifest_list_every_verdict_and_the_churn(tmp_path):

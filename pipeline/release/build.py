@@ -27,7 +27,7 @@ from pipeline.release.atomic import (
     RELEASED_TABLES, Release, SerializedTable, code_revision, config_digest, publish, remove_abandoned_staging,
     write_release,
 )
-from pipeline.release.churn import churn, churn_record, previous_drops, previous_release_qa
+from pipeline.release.churn import changed_scans, churn, churn_record, previous_drops, previous_release_qa, released_table
 from pipeline.release.membership import built_keys, excluded_scans, state_counts
 from pipeline.release.verdicts import (
     apply_verdicts, outcome_checks, read_verdicts, rejection_filter, release_verdict_outcomes,
@@ -196,6 +196,10 @@ def build_release(
     churn_rows = churn(
         previous[1], tables["qa"], drops=tables.get("qa_distribution_drops"), rejected=rejected,
         previous_drops=previous_drops(config.releases_root, previous[0], config.storage_options),
+        changed_keys=changed_scans(
+            released_table(config.releases_root, previous[0], "scans", ["key", "checksum"], config.storage_options),
+            tables.get("scans"),
+        ),
     ) if previous else None
     previous_version = previous[0] if previous else None
     del previous

@@ -11,12 +11,13 @@ their scan did not).
 
 The previous release's questions are soft pins of the next build's qa step
 (``pipeline.qa.stability``), so what still churns has a cause, counted per
-row: a gone question's scan was removed, or changed (the question is no
-longer a candidate), or a bound forced it out (this build's control or
-pruning dropped it: ``qa_distribution_drops``), or a reviewer rejected it; a
-new question's scan was added, or it is a new candidate of a changed scan, or
-it is back in a place a bound freed (the previous release's control had
-dropped it).
+row: a gone question's scan was removed, or a reviewer rejected it, or its
+scan changed (the ``scans`` table's checksum differs: the question may be no
+candidate now), or else a bound forced it out (this build's control or
+pruning dropped it, or its real-video counterpart); a new question's scan was
+added, or its scan changed (a new candidate), or else it is back in a place a
+bound freed. Without the checksums, a scan counts as changed for a question
+neither control's record names.
 """
 
 from __future__ import annotations
@@ -55,13 +56,15 @@ def churn(
     drops: pl.DataFrame | None = None,
     previous_drops: pl.DataFrame | None = None,
     rejected: list[str] | tuple[str, ...] = (),
+    changed_keys: list[str] | None = None,
 ) -> list[dict]:
     """Per (profile, question type): questions kept, new and gone between two releases' ``qa`` tables, by cause.
 
     ``new_in_previous_scans`` counts new questions of scans the previous release had already;
     ``gone_in_released_scans`` gone questions of scans this release still has. The causes
-    (``CAUSE_COLUMNS``) read this build's ``drops`` and the previous release's ``previous_drops``
-    (``qa_distribution_drops`` frames, or None) and the ids a reviewer ``rejected``. Rows sorted by
+    (``CAUSE_COLUMNS``) read the ids a reviewer ``rejected`` and ``changed_keys`` (scans in both releases
+    whose checksum differs: ``changed_scans``), or without them this build's ``drops`` and the previous
+    release's ``previous_drops`` (``qa_distribution_drops`` frames, or None). Rows sorted by
     (profile, question type).
     """
     cols = ["id", "key", "profile", "question_type"]
@@ -84,9 +87,12 @@ def churn(
     new = ~pl.col("_before") & pl.col("_after")
     removed = ~pl.col("key").is_in(keys_after)
     rejected_now = pl.col("id").is_in(rejected_ids)
-    bound = pl.col("id").is_in(dropped_now)
     added = ~pl.col("key").is_in(keys_before)
-    back = pl.col("id").is_in(dropped_before)
+    if changed_keys is not None:
+        changed = pl.col("key").is_in(pl.Series("key", list(changed_keys), dtype=pl.String).implode())
+        bound, back = ~changed, ~changed
+    else:
+        bound, back = pl.col("id").is_in(dropped_now), pl.col("id").is_in(dropped_before)
     counted = (
         both.group_by("profile", "question_type")
         .agg(
@@ -159,17 +165,32 @@ def previous_release_qa(releases_root: str, storage_options: dict | None = None)
         return None
 
 
-def previous_drops(releases_root: str, version: str, storage_options: dict | None = None) -> pl.DataFrame | None:
-    """The ``qa_distribution_drops`` ids of release ``version`` (what its control left out), or None."""
-    table = storage.upath(releases_root, storage_options) / version / "tables" / "qa_distribution_drops.parquet"
+def released_table(
+    releases_root: str, version: str, name: str, columns: list[str], storage_options: dict | None = None
+) -> pl.DataFrame | None:
+    """``columns`` of table ``name`` in release ``version``, or None when it cannot be read."""
+    table = storage.upath(releases_root, storage_options) / version / "tables" / f"{name}.parquet"
     try:
         if not table.exists():
             return None
         with storage.reaching(table), table.open("rb") as fh:
             data = fh.read()
-        return pl.from_arrow(pq.read_table(pa.BufferReader(data), columns=["id"]))
+        return pl.from_arrow(pq.read_table(pa.BufferReader(data), columns=columns))
     except (OSError, ValueError, KeyError):
         return None
+
+
+def previous_drops(releases_root: str, version: str, storage_options: dict | None = None) -> pl.DataFrame | None:
+    """The ``qa_distribution_drops`` ids of release ``version`` (what its control left out), or None."""
+    return released_table(releases_root, version, "qa_distribution_drops", ["id"], storage_options)
+
+
+def changed_scans(previous_scans: pl.DataFrame | None, scans: pl.DataFrame | None) -> list[str] | None:
+    """Keys in both ``scans`` tables whose checksum differs (sorted); None when either lacks checksums."""
+    if previous_scans is None or scans is None or not {"key", "checksum"} <= set(scans.columns):
+        return None
+    both = previous_scans.select("key", "checksum").join(scans.select("key", "checksum"), on="key", suffix="_now")
+    return sorted(both.filter(pl.col("checksum").ne_missing(pl.col("checksum_now")))["key"].to_list())
 
 
 def previous_release(releases_root: str, storage_options: dict | None = None):

@@ -78,3 +78,27 @@ def test_soft_pins_sort_first_and_no_previous_release_is_no_change():
     assert sorted(range(3), key=shifted.__getitem__) == [0, 1, 2]  # released, new candidate, dropped before
     assert with_preference(rows, None).columns == ["id"] and with_preference(rows, of()).columns == ["id"]
     assert preferred_draws(rows, draws) is draws
+
+
+def test_the_build_and_the_catalog_say_what_churned_by_cause(tmp_path):
+    import json
+
+    from assets.build import release_summary
+    from pipeline.config import Config
+    from pipeline.release.churn import churn_record
+    from pipeline.release.summary import release_summary_md
+
+    previous = pl.DataFrame({"id": ["q1", "q2", "q3"], "key": ["a", "a", "b"], "profile": ["revsi"] * 3,
+                             "question_type": ["t"] * 3})
+    current = pl.DataFrame({"id": ["q1", "q3", "q4"], "key": ["a", "b", "c"], "profile": ["revsi"] * 3,
+                            "question_type": ["t"] * 3})
+    record = churn_record(churn(previous, current, changed_keys=[]), "r-before")
+    config = Config(output_root=str(tmp_path / "out"))
+    release = tmp_path / "out" / "releases" / "r-after"
+    release.mkdir(parents=True)
+    (release.parent / "LATEST").write_text("r-after")
+    manifest = {"version": "r-after", "checks": {"churn": record}, "row_counts": {"qa": 3}}
+    (release / "manifest.json").write_text(json.dumps(manifest))
+    line = "since r-before: 2 of 3 questions kept; 1 gone (a bound forced it out 1); 1 new (scan added 1)"
+    assert f"  questions {line}" in release_summary(config)
+    assert f"- {line}" in release_summary_md(manifest, 3)

@@ -99,12 +99,15 @@ def qa(
 ):
     from pipeline.qa.finalize import streamed_qa_parts
     from pipeline.qa.letter_key import build_key
+    from pipeline.release.churn import previous_release
     from pipeline.release.membership import built_keys
     from pipeline.release.verdicts import accepted_ids, read_verdicts
 
     config = step_config(context, storage, run_config, __name__)
     drops: list[pl.DataFrame] = []
     pinned = accepted_ids(read_verdicts(config.verdicts_path, config.storage_options))  # accepted: never dropped
+    # The latest release's questions are soft pins (``pipeline.qa.stability``): kept unless a bound forces them out.
+    previous = previous_release(config.releases_root, config.storage_options)
     # Candidates arrive unread: thousands of scans' worth is read in batches of whole scans, and only the scans
     # the instance says were built (a failed rerun's partition may still hold its old file). The questions are
     # decided on a few columns and written a batch of scans at a time (``TableFrames``): at 10,000 scans the
@@ -112,6 +115,7 @@ def qa(
     with streamed_qa_parts(
         qa_candidates.only(built_keys(scan_membership)), profiles=question_profiles(config.profiles),
         seed=config.seed, drops=drops, pinned=pinned, letter_key=build_key(config.output_root, config.storage_options),
+        previous=previous,
     ) as decided:
         counts = decided.counts
         pinpoint = "pinpointqa" in config.profiles
@@ -124,7 +128,10 @@ def qa(
         # need not wait in memory through the decisions.
         tail = (schemas.conform("qa", pinpoint_qa.read()) for _ in range(1 if pinpoint else 0))
         frames = itertools.chain(decided.frames(), tail)
-        yield dg.Output(TableFrames("qa", frames), output_name="qa", metadata={"per_type": dg.MetadataValue.json(per_type)})
+        soft_pins = len(previous.released) if previous else 0
+        yield dg.Output(TableFrames("qa", frames), output_name="qa", metadata={
+            "per_type": dg.MetadataValue.json(per_type), "soft pins": dg.MetadataValue.int(soft_pins),
+        })
     if pinpoint and not pinpoint_qa_drops.is_empty():  # PinpointQA's pruning, recorded beside the other profiles'
         drops.append(schemas.conform("qa_distribution_drops", pinpoint_qa_drops))
     record = schemas.conform("qa_distribution_drops", pl.concat(drops)) if drops else schemas.empty("qa_distribution_drops")

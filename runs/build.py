@@ -326,10 +326,24 @@ def release_summary(config: Config) -> list[str]:
     release = releases / pointer.read_text().strip()
     return [
         f"release: {release} (latest)",
+        *churn_lines(release),
         f"  manifest:  {release / 'manifest.json'}",
         f"  report:    {release / 'report' / 'index.html'}",
         f"  data docs: {release / 'data_docs' / 'index.html'}",
     ]
+
+
+def churn_lines(release) -> list[str]:
+    """The release's churn by cause (its manifest's ``checks.churn``), when it follows another release."""
+    import json
+
+    from pipeline.release.churn import churn_line
+
+    try:
+        record = json.loads((release / "manifest.json").read_text()).get("checks", {}).get("churn")
+    except (OSError, ValueError):
+        return []
+    return [f"  questions {churn_line(record['totals'], record['previous_release'])}"] if record else []
 
 
 def build(config: Config, config_file: str = "", workers: int = 1, dataset_wide: bool = True) -> BuildReport:

@@ -128,8 +128,21 @@ def test_churn_counts_kept_new_and_gone_per_type():
     assert row == {
         "profile": "revsi", "question_type": "object_counting_single", "previous": 4, "current": 4, "kept": 2,
         "new": 2, "new_in_previous_scans": 1, "gone": 2, "gone_in_released_scans": 1,
+        # q4's scan c/3 left; q2 of a/1 is no candidate now (nothing dropped it); q6's scan d/4 was added; q5 of
+        # a/1 is a new candidate (the previous release's control had not dropped it)
+        "gone_scan_removed": 1, "gone_scan_changed": 1, "gone_bound": 0, "gone_rejected": 0,
+        "new_scan_added": 1, "new_candidate": 1, "new_back_in": 0,
     }
     assert churn_totals([row, row])["gone"] == 4
+    drops, before = pl.DataFrame({"id": ["q2"]}), pl.DataFrame({"id": ["q5"]})
+    (row,) = churn(previous, current, drops=drops, previous_drops=before)
+    assert (row["gone_bound"], row["gone_scan_changed"], row["new_back_in"], row["new_candidate"]) == (1, 0, 1, 0)
+    (row,) = churn(previous, current, drops=drops, rejected=["q2"])
+    assert (row["gone_rejected"], row["gone_bound"]) == (1, 0)
+    (row,) = churn(previous, current, changed_keys=["a/1"])  # a/1's checksum changed: its churn is the scan's
+    assert (row["gone_scan_changed"], row["gone_bound"], row["new_candidate"], row["new_back_in"]) == (1, 0, 1, 0)
+    (row,) = churn(previous, current, changed_keys=[])  # no scan changed: a bound took q2 and gave q5 a place
+    assert (row["gone_scan_changed"], row["gone_bound"], row["new_candidate"], row["new_back_in"]) == (0, 1, 0, 1)
 
 
 def test_the_report_and_manifest_list_every_verdict_and_the_churn(tmp_path):
@@ -157,3 +170,7 @@ def test_the_report_and_manifest_list_every_verdict_and_the_churn(tmp_path):
     assert f"Compared with the previous release {first.release.version}" in html
     # q0..q5 before; now q0, q2..q7 (q1 rejected): 5 kept, 2 new, 1 gone from a scan still released.
     assert "of the previous 6 questions 5 kept and 1 gone (1 of them from scans this release still has); 2 new" in html
+    assert "Gone by cause: rejected by a reviewer 1;" in html
+    churned = manifest["checks"]["churn"]
+    assert churned["previous_release"] == first.release.version
+    assert churned["totals"]["gone_rejected"] == 1 and churned["totals"]["kept"] == 5

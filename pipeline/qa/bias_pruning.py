@@ -36,6 +36,7 @@ import polars as pl
 
 from pipeline.qa.ids import unit_draws
 from pipeline.qa.pruning_cost import recorded
+from pipeline.qa.stability import preference
 from pipeline.scoring import metrics
 from pipeline.scoring.adversary import AdversaryGroup, group_score
 from pipeline.scoring.adversary_features import SceneContext
@@ -110,6 +111,7 @@ def prune_group(
     id_rank = np.argsort(np.argsort(np.asarray(group.ids, dtype=str), kind="stable"), kind="stable")
     option_counts = part["options"].list.len().fill_null(0).to_numpy()
     dropped_last = np.zeros(part.height, dtype=bool)
+    tiers = preference(part)
     while True:
         chance = metrics.chance_of_choices(option_counts, np.flatnonzero(keep)) if group.kind == "mcq" else 0.5
         bound = adversary_bound(group.kind, settings, chance)
@@ -140,7 +142,10 @@ def prune_group(
                 )
             return keep, reasons, summary
         count = min(room, max(1, math.ceil(round_share(scores, over, bound) * keep.sum())), eligible.size)
-        order = eligible[np.lexsort((id_rank[eligible], draws[eligible], -strength[eligible]))]
+        keys = (id_rank[eligible], draws[eligible], -strength[eligible])
+        if tiers is not None:  # the previous release's questions go last, a bound may still take them (``stability``)
+            keys += (-tiers[eligible],)
+        order = eligible[np.lexsort(keys)]
         chosen = order[:count]
         if guard is not None:
             trial = keep.copy()

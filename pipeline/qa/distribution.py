@@ -70,6 +70,7 @@ from pipeline.qa.constant_bound import keep_under_ceiling
 from pipeline.qa.ids import id_among, unit_draws
 from pipeline.qa.profiles import Profile, TaskRule
 from pipeline.qa.pruning_cost import recorded
+from pipeline.qa.stability import PreviousRelease, preferred_draws, soft_pins, with_preference
 from pipeline.scoring.best_constant import best_constant_score
 from pipeline.scoring.metrics import _mode_answer, score_constant_answer
 
@@ -283,13 +284,16 @@ def control_group(
             return True  # the bound holds for every constant answer, the mode under any tie-break included
         return content(keep) <= before[0] + 1e-12 and (not on_best or best(keep) <= before[1] + 1e-12)
 
-    keep, reason = _capped_keep(part, rule, classes, unit_draws(seed, "distribution", ids), prior, pinned, numbers)
+    def draws(purpose: str) -> list[float]:  # soft pins (the previous release's questions) first: ``stability``
+        return preferred_draws(part, unit_draws(seed, purpose, ids))
+
+    keep, reason = _capped_keep(part, rule, classes, draws("distribution"), prior, pinned, numbers)
     if keep.all() or no_worse(keep):
         return keep, reason
     chosen = None
     for attempt in range(1, RESAMPLE_ATTEMPTS + 1):
         other, other_reason = _capped_keep(
-            part, rule, classes, unit_draws(seed, f"distribution/{attempt}", ids), prior, pinned, numbers
+            part, rule, classes, draws(f"distribution/{attempt}"), prior, pinned, numbers
         )
         if no_worse(other) and (chosen is None or prior(other) < prior(chosen[0]) - 1e-12):
             chosen = (other, other_reason)
@@ -306,7 +310,7 @@ def _hold_blind(part: pl.DataFrame, rule: TaskRule, keep: np.ndarray, seed: int,
     from pipeline.scoring.blind import BlindGroup
 
     mcq = bool(part["options"].list.len().max() or 0)
-    draws = np.asarray(unit_draws(seed, "distribution/blind", part["id"].to_list()), dtype=float)
+    draws = preferred_draws(part, np.asarray(unit_draws(seed, "distribution/blind", part["id"].to_list()), dtype=float))
     settings = balance_settings(rule)
     ceiling = settings.get("max_frequency")
     on_best = not mcq and settings.get("ceiling_on") == "best_constant" and ceiling is not None
@@ -392,7 +396,7 @@ def _prune(
     holds = lambda k: content(k) <= allowed + 1e-12  # noqa: E731
     pruned, why, summary = prune_group(part, context, settings, seed, keep, pinned, first_round, holds)
     reasons[keep & ~pruned] = why[keep & ~pruned]
-    draws = np.asarray(unit_draws(seed, "distribution/blind", part["id"].to_list()), dtype=float)
+    draws = preferred_draws(part, np.asarray(unit_draws(seed, "distribution/blind", part["id"].to_list()), dtype=float))
     ceiling = settings.get("max_frequency")
     after = pruned
     if not mcq and settings.get("ceiling_on") == "best_constant" and ceiling is not None:
@@ -444,12 +448,58 @@ def _prune_all(ordered: pl.DataFrame, profile: Profile, seed: int, pinned, real_
             return
 
 
+def _decide(part: pl.DataFrame, rule: TaskRule, seed: int, pins: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(keep mask, reasons) of one group under its share, ceiling and blind rules, before pruning."""
+    keep, reason = control_group(part, rule, seed, pins)
+    reasons = np.full(part.height, reason, dtype=object)
+    if balance_settings(rule).get("blind"):
+        blind_keep = _hold_blind(part, rule, keep, seed, pins)
+        reasons[keep & ~blind_keep] = BLIND_REASON
+        keep = blind_keep
+    return keep, reasons
+
+
+def _bounds_met(part: pl.DataFrame, rule: TaskRule, keep: np.ndarray) -> tuple[bool, bool, bool, bool]:
+    """Whether ``keep`` meets the group's share cap, its constant ceiling, its blind bound, and leaves the content
+    baseline no higher than the whole group's or its bound: what holding the soft pins may not give up."""
+    from pipeline.qa.blind_control import blind_target
+    from pipeline.scoring.blind import BlindGroup
+
+    settings = balance_settings(rule)
+    mcq = bool(part["options"].list.len().max() or 0)
+    answers = content_answers(part)
+    content = lambda k: content_frequency(rule.question_type, [a for a, x in zip(answers, k) if x], mcq) or 0.0  # noqa: E731
+    share, ceiling = settings.get("max_share"), settings.get("max_frequency")
+    share_met = share is None or _max_share(_classes(part, float(settings.get("bin_width", 0.1))), keep) <= float(share) + 1e-12
+    if ceiling is None:
+        ceiling_met = True
+    elif not mcq and settings.get("ceiling_on") == "best_constant":
+        values = [v for v, k in zip(part["answer_value"].to_list(), keep) if k]
+        ceiling_met = (best_constant_score(values) or 0.0) <= float(ceiling) + 1e-12
+    else:
+        ceiling_met = content(keep) <= float(ceiling) + 1e-12
+    blind_met = True
+    if settings.get("blind") and keep.any():
+        target = blind_target(part["options"].list.len().fill_null(0).to_numpy(), rule, mcq, np.flatnonzero(keep))
+        if target is not None:
+            mean = float(BlindGroup(part).harness_scores(keep).mean())
+            blind_met = target[0] - 1e-12 <= mean <= target[1] + 1e-12
+    whole = np.ones(part.height, dtype=bool)
+    no_raise = content(keep) <= max(content(whole), _content_bound(part, rule, mcq, keep)) + 1e-12
+    return share_met, ceiling_met, blind_met, no_raise
+
+
 def control_distribution(
-    qa: pl.DataFrame, profile: Profile, seed: int, pinned: Collection[str] = frozenset()
+    qa: pl.DataFrame,
+    profile: Profile,
+    seed: int,
+    pinned: Collection[str] = frozenset(),
+    previous: PreviousRelease | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(kept qa rows, ``qa_distribution_drops`` record) under the profile's ``balance`` rules.
 
-    ``pinned`` question ids (accepted by a reviewer) are never dropped; with none, nothing changes.
+    ``pinned`` question ids (accepted by a reviewer) are never dropped; ``previous`` release's questions are
+    soft pins (``stability``); with neither, nothing changes.
     """
     balanced = [qt for qt, rule in profile.tasks.items() if rule.balance]
     real = (pl.col("video_kind").fill_null("real") == "real") & pl.col("question_type").is_in(balanced)
@@ -462,6 +512,7 @@ def control_distribution(
         controlled, real_rows = _with_mentions(qa, balanced)
     if pinned:
         controlled = controlled.with_columns(id_among(pinned).alias("_pinned"))
+    controlled = with_preference(controlled, previous)
     dropped_rows: list[int] = []
     records: list[dict] = []
     decided = []
@@ -470,12 +521,13 @@ def control_distribution(
         rule = profile.task(part["question_type"][0])
         pins = part["_pinned"].to_numpy() if pinned else None
         pins = pins if pins is not None and pins.any() else None
-        keep, reason = control_group(part, rule, seed, pins)
-        reasons = np.full(part.height, reason, dtype=object)
-        if balance_settings(rule).get("blind"):
-            blind_keep = _hold_blind(part, rule, keep, seed, pins)
-            reasons[keep & ~blind_keep] = BLIND_REASON
-            keep = blind_keep
+        keep, reasons = _decide(part, rule, seed, pins)
+        soft = soft_pins(part)
+        if soft is not None and (soft & ~keep).any():
+            # A soft pin went: hold every one of them, unless that misses a bound the preference alone meets.
+            held, held_reasons = _decide(part, rule, seed, soft if pins is None else pins | soft)
+            if all(h or not p for h, p in zip(_bounds_met(part, rule, held), _bounds_met(part, rule, keep))):
+                keep, reasons = held, held_reasons
         decided.append((keep, reasons))
         dropped_rows += part["_row"].filter(pl.Series(~keep)).to_list()
     if pruning:

@@ -24,6 +24,10 @@ keeps them and counts them first toward its budgets, so adding scans never
 takes an accepted question out of the next release. Letter balancing drops
 nothing (an accepted question's letters may move as its group grows; its
 text and answer do not). With no pins every step is exactly the unpinned one.
+
+The ``previous`` release's questions are soft pins (``stability``): the dataset-wide control takes them
+before any other question, but its bounds may still drop them, so adding a scan leaves the other scans'
+questions where they were.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from pipeline.qa.filters import apply_caps, apply_keep_rules, follow_real_questi
 from pipeline.qa.ids import id_among
 from pipeline.qa.letter_key import LetterKey
 from pipeline.qa.profiles import Profile, load_profile
+from pipeline.qa.stability import PreviousRelease
 from pipeline.table_scan import TableParts
 
 SORT_COLUMNS = ["key", "budget", "question_type", "video_kind", "id"]
@@ -85,9 +90,10 @@ def _benchmark_decisions(
     drops: list[pl.DataFrame] | None = None,
     pinned: frozenset[str] = frozenset(),
     letter_key: LetterKey | None = None,
+    previous: PreviousRelease | None = None,
 ) -> pl.DataFrame:
     """The rows the benchmark-wide steps keep, with their letters placed; reads only ``DECISION_COLUMNS``."""
-    qa, dropped = control_distribution(qa, prof, seed, with_real_counterparts(qa, pinned))
+    qa, dropped = control_distribution(qa, prof, seed, with_real_counterparts(qa, pinned), previous)
     if drops is not None:
         drops.append(dropped)
     qa = follow_real_questions(qa)
@@ -101,8 +107,9 @@ def _benchmark_steps(
     drops: list[pl.DataFrame] | None = None,
     pinned: frozenset[str] = frozenset(),
     letter_key: LetterKey | None = None,
+    previous: PreviousRelease | None = None,
 ) -> pl.DataFrame:
-    qa = _benchmark_decisions(qa, prof, seed, drops, pinned, letter_key)
+    qa = _benchmark_decisions(qa, prof, seed, drops, pinned, letter_key, previous)
     return schemas.conform("qa", qa.sort(SORT_COLUMNS))
 
 
@@ -114,16 +121,19 @@ def finalize_qa(
     drops: list[pl.DataFrame] | None = None,
     pinned: Collection[str] = frozenset(),
     letter_key: LetterKey | None = None,
+    previous: PreviousRelease | None = None,
 ) -> pl.DataFrame:
     """The released ``qa`` rows of one profile; ``drops`` (a list) receives the distribution control's record.
 
     ``pinned`` question ids (reviewers accepted them) survive every step that drops questions by chance
     or by budget: subsampling, per-scene caps and the answer-distribution control. ``letter_key`` None:
-    ``SCAN2QA_LETTER_KEY``.
+    ``SCAN2QA_LETTER_KEY``. ``previous`` (the release this one follows) gives the soft pins.
     """
     prof = _profile(profile)
     pins = frozenset(pinned)
-    return _benchmark_steps(_per_scan_steps(candidates, prof, seed, pins), prof, seed, drops, pins, letter_key)
+    return _benchmark_steps(
+        _per_scan_steps(candidates, prof, seed, pins), prof, seed, drops, pins, letter_key, previous
+    )
 
 
 def finalize_qa_parts(
@@ -135,6 +145,7 @@ def finalize_qa_parts(
     drops: list[pl.DataFrame] | None = None,
     pinned: Collection[str] = frozenset(),
     letter_key: LetterKey | None = None,
+    previous: PreviousRelease | None = None,
 ) -> list[pl.DataFrame]:
     """``finalize_qa`` of each profile over a per-scan candidates table read in batches of whole files.
 
@@ -151,7 +162,7 @@ def finalize_qa_parts(
     for index, batch in enumerate(parts.batches(files_per_batch)):
         keys = set(batch["key"].unique().to_list())
         if keys & seen_keys:  # a scan split across batches: its caps need all of it at once
-            return _whole(parts, profs, seed, drops, pins, letter_key)
+            return _whole(parts, profs, seed, drops, pins, letter_key, previous)
         seen_keys |= keys
         id_hashes.append(batch.select(pl.struct("profile", "id").hash().unique().alias("h")))
         for prof in profs:
@@ -161,20 +172,25 @@ def finalize_qa_parts(
         del batch
     if id_hashes and pl.concat(id_hashes)["h"].is_duplicated().any():
         # An id in two batches (or a hash collision): the first occurrence must win across batches.
-        return _whole(parts, profs, seed, drops, pins, letter_key)
+        return _whole(parts, profs, seed, drops, pins, letter_key, previous)
     return [
         _benchmark_steps(
-            pl.concat(survivors[p.name]) if survivors[p.name] else schemas.empty("qa"), p, seed, drops, pins, letter_key
+            pl.concat(survivors[p.name]) if survivors[p.name] else schemas.empty("qa"), p, seed, drops, pins, letter_key,
+            previous,
         )
         for p in profs
     ]
 
 
 def _whole(
-    parts: TableParts, profs: list[Profile], seed: int, drops: list | None, pins: frozenset[str], letter_key=None
+    parts: TableParts, profs: list[Profile], seed: int, drops: list | None, pins: frozenset[str], letter_key=None,
+    previous: PreviousRelease | None = None,
 ) -> list[pl.DataFrame]:
     candidates = parts.read()
-    return [finalize_qa(candidates, profile=p, seed=seed, drops=drops, pinned=pins, letter_key=letter_key) for p in profs]
+    return [
+        finalize_qa(candidates, profile=p, seed=seed, drops=drops, pinned=pins, letter_key=letter_key, previous=previous)
+        for p in profs
+    ]
 
 
 # --- the streamed form: decisions on a few columns, full rows written a batch at a time ------------------------------
@@ -274,6 +290,7 @@ def streamed_qa_parts(
     drops: list[pl.DataFrame] | None = None,
     pinned: Collection[str] = frozenset(),
     letter_key: LetterKey | None = None,
+    previous: PreviousRelease | None = None,
 ) -> Iterator[QaStream]:
     """``finalize_qa_parts`` without holding the benchmark: the same rows, in the same order, a batch at a time.
 
@@ -316,14 +333,14 @@ def streamed_qa_parts(
             # A scan in two batches, an id in two batches (or a hash collision), keys out of order: decide on
             # the whole table, as finalize_qa_parts does.
             views.clear()
-            whole = _whole(parts, profs, seed, drops, pins, letter_key)
+            whole = _whole(parts, profs, seed, drops, pins, letter_key, previous)
             yield QaStream(counts=_counts(whole), _whole=whole)
             return
         kept = {}
         for prof in profs:
             files = views.pop(prof.name)
             view = pl.concat([pl.read_parquet(f) for f in files]) if batches else decision_view(schemas.empty("qa"), 0)
-            kept[prof.name] = _benchmark_decisions(view, prof, seed, drops, pins, letter_key)
+            kept[prof.name] = _benchmark_decisions(view, prof, seed, drops, pins, letter_key, previous)
             del view
         yield QaStream(
             counts=_counts(list(kept.values())), _kept=kept, _profiles=[p.name for p in profs], _batches=batches,

@@ -27,7 +27,7 @@ from pipeline.release.atomic import (
     RELEASED_TABLES, Release, SerializedTable, code_revision, config_digest, publish, remove_abandoned_staging,
     write_release,
 )
-from pipeline.release.churn import churn, previous_release_qa
+from pipeline.release.churn import changed_scans, churn, churn_record, previous_drops, previous_release_qa, released_table
 from pipeline.release.membership import built_keys, excluded_scans, state_counts
 from pipeline.release.verdicts import (
     apply_verdicts, outcome_checks, read_verdicts, rejection_filter, release_verdict_outcomes,
@@ -193,7 +193,14 @@ def build_release(
     tables["qa"], rejected, orphans = apply_verdicts(tables["qa"], verdicts)
     # Counted now, from the qa rows this release ships (the gate does not change them): the previous release's
     # ids (millions at 10,000 scans) need not stay through the gate and the report.
-    churn_rows = churn(previous[1], tables["qa"]) if previous else None
+    churn_rows = churn(
+        previous[1], tables["qa"], drops=tables.get("qa_distribution_drops"), rejected=rejected,
+        previous_drops=previous_drops(config.releases_root, previous[0], config.storage_options),
+        changed_keys=changed_scans(
+            released_table(config.releases_root, previous[0], "scans", ["key", "checksum"], config.storage_options),
+            tables.get("scans"),
+        ),
+    ) if previous else None
     previous_version = previous[0] if previous else None
     del previous
     storage.release_freed_memory()  # the previous release's file was read whole, as bytes
@@ -247,6 +254,8 @@ def build_release(
         checks["baselines"] = baselines
         checks["all_frame_cap"] = all_frame_cap(released.get("scans"), config)
         checks |= outcome_checks(outcomes)
+        if churn_rows is not None:
+            checks["churn"] = churn_record(churn_rows, previous_version)
         key_id = build_key(config.output_root, config.storage_options).fingerprint  # the key itself stays out
         if local:
             release = write_release(

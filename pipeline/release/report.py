@@ -32,7 +32,7 @@ import polars as pl
 from pipeline import seeding
 from pipeline.groups import sorted_groups
 from pipeline.release.answer_check import ScanFacts, answer_check_html, first_appearances, scan_facts
-from pipeline.release.churn import CHURN_COLUMNS, churn_totals
+from pipeline.release.churn import CHURN_COLUMNS, cause_text, churn_totals
 from pipeline.release.palette import object_colours
 from pipeline.release.plan_view import MAX_TICKS, ScenePlan, plan_svg, scene_plan
 from pipeline.scene.scan_notes import notes_html
@@ -845,7 +845,9 @@ def churn_section(rows: list[dict], previous_version: str | None) -> str:
         + f"<p class=meta>By question id: of the previous {total['previous']} questions {total['kept']} kept and "
         f"{total['gone']} gone ({total['gone_in_released_scans']} of them from scans this release still has); "
         f"{total['new']} new ({total['new_in_previous_scans']} of them from scans the previous release had). "
-        "Questions a reviewer accepted are kept while their scan is released.</p>"
+        f"Gone by cause: {_esc(cause_text(total, 'gone'))}; new by cause: {_esc(cause_text(total, 'new'))}. "
+        "Questions a reviewer accepted are kept while their scan is released; the previous release's questions "
+        "are kept unless a bound forces them out.</p>"
         + _table(headers, body, left=2)
     )
 

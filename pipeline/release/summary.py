@@ -34,8 +34,12 @@ def release_summary_md(manifest: dict, registered: int) -> str:
         f"- questions: {int(counts.get('qa', 0)):,} over {released} of {registered} registered scans",
         f"- quality gate {gate}",
         f"- rejected by reviewers: {len(checks.get('rejected_by_reviewers', []))}",
-        "",
     ]
+    if checks.get("churn"):
+        from pipeline.release.churn import churn_line
+
+        lines.append(f"- {churn_line(checks['churn']['totals'], checks['churn']['previous_release'])}")
+    lines.append("")
     baselines = sorted(checks.get("baselines", []), key=lambda r: (r["profile"], r["question_type"], r["budget"]))
     if baselines:
         lines += ["| profile | question type | budget | questions | most frequent | by letter | by content | blind |",

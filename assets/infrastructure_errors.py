@@ -1,0 +1,73 @@
+"""A step that failed because a service blinked, told from a step that failed because its scan is bad.
+
+A lost connection to Postgres (the instance), Redis (the broker) or the object
+store says nothing about the scan: the same step a minute later succeeds. So
+such a step is retried, with exponential backoff and jitter, within a bounded
+budget (``step_retry_policy``, given to every job in ``assets.jobs``); when that
+runs out the run fails and, being an infrastructure failure, is marked for the
+daemon's run retries (``retry_run_after_infrastructure_failure``). A scan's own
+error (``ScanError``: a truncated mesh) fails the same way every time: it is a
+``dg.Failure(allow_retries=False)`` (``assets.run_errors.scan_failure``) and is
+named, never retried.
+
+Exceptions are recognised by class name anywhere in their chain (``__cause__``,
+``__context__``), as ``pipeline.errors.UNREACHABLE`` does for the object store,
+so psycopg2, SQLAlchemy, redis and botocore need not be imported here.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+from dagster._core.storage.tags import RETRY_ON_ASSET_OR_OP_FAILURE_TAG
+
+from pipeline.errors import UNREACHABLE
+
+INFRASTRUCTURE = frozenset({
+    # Postgres: psycopg2 and SQLAlchemy name a broken or refused connection so; dagster-postgres gives up with the
+    # last one after its own few quick tries.
+    "OperationalError", "InterfaceError", "DagsterPostgresException",
+    # Redis (redis-py, kombu) and the OS: refused, reset, timed out.
+    "ConnectionError", "TimeoutError", "BusyLoadingError", "BrokenPipeError",
+    # The object store (pipeline.errors wraps botocore's and aiohttp's as StorageUnreachable).
+    "StorageUnreachable", *(UNREACHABLE - {"NoCredentialsError"}),
+    # A code server that did not answer (a daemon restarting).
+    "DagsterUserCodeUnreachableError",
+})
+
+# Four tries after the first, 10 s apart doubling (+/- jitter): a service may be gone about 2.5 minutes (10+20+40+80 s)
+# before the step fails; the run retries (deploy/dagster.yaml) then cover longer outages.
+STEP_MAX_RETRIES = 4
+STEP_RETRY_DELAY_S = 10
+
+
+def infrastructure_cause(exc: BaseException | None) -> BaseException | None:
+    """The exception in ``exc``'s chain that says a service did not answer, if any."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if any(cls.__name__ in INFRASTRUCTURE for cls in type(exc).__mro__):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def step_retry_policy() -> dg.RetryPolicy:
+    """Dagster's step retry: every exception of a step's code except ``dg.Failure(allow_retries=False)``, which is
+    what a scan's own error becomes."""
+    return dg.RetryPolicy(max_retries=STEP_MAX_RETRIES, delay=STEP_RETRY_DELAY_S, backoff=dg.Backoff.EXPONENTIAL,
+                          jitter=dg.Jitter.PLUS_MINUS)
+
+
+@dg.failure_hook(name="retry_run_after_infrastructure_failure")
+def retry_run_after_infrastructure_failure(context: dg.HookContext) -> None:
+    """A step that failed for an infrastructure reason (its step retries spent) lets the daemon retry the run:
+    the instance's ``retry_on_asset_or_op_failure`` stays false, so a run failed by its scan's own error is not."""
+    exc = context.op_exception
+    if isinstance(exc, dg.Failure) and not exc.allow_retries:
+        return  # a scan's own error, whatever it was raised while handling
+    cause = infrastructure_cause(exc)
+    if cause is None:
+        return
+    context.log.warning(f"{context.step_key}: failed for an infrastructure reason ({type(cause).__name__}: "
+                        f"{str(cause).strip().splitlines()[0] if str(cause).strip() else ''}); the run will be retried")
+    context.instance.add_run_tags(context.run_id, {RETRY_ON_ASSET_OR_OP_FAILURE_TAG: "true"})

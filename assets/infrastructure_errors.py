@@ -34,10 +34,15 @@ INFRASTRUCTURE = frozenset({
     "DagsterUserCodeUnreachableError",
 })
 
-# Four tries after the first, 10 s apart doubling (+/- jitter): a service may be gone about 2.5 minutes (10+20+40+80 s)
-# before the step fails; the run retries (deploy/dagster.yaml) then cover longer outages.
+# Four tries after the first, waiting 5, 15, 35 and 75 s (Dagster's exponential backoff, +/- 5 s jitter): a service
+# may be gone about two minutes before the step fails; the run retries (deploy/dagster.yaml) then cover longer outages.
 STEP_MAX_RETRIES = 4
-STEP_RETRY_DELAY_S = 10
+STEP_RETRY_DELAY_S = 5
+# dagster-postgres opens a connection for every call and retries a refused one only 5 times in about 11 s, with no
+# setting to change it, so a 15 s restart of Postgres breaks whatever Dagster process was writing. Seven tries wait
+# 0.2 s doubling, about 50 s in all: the daemon, run workers and Celery workers ride out a database restart.
+POSTGRES_CONNECT_RETRIES = 7
+POSTGRES_CONNECT_BASE_DELAY_S = 0.2
 
 
 def infrastructure_cause(exc: BaseException | None) -> BaseException | None:
@@ -49,6 +54,16 @@ def infrastructure_cause(exc: BaseException | None) -> BaseException | None:
             return exc
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def patient_postgres_connections() -> None:
+    """Raise dagster-postgres's connection retries to ``POSTGRES_CONNECT_RETRIES`` in this process (called where the
+    deployment's processes load: the ``assets`` package, the instance's run launcher module)."""
+    try:
+        from dagster_postgres import utils
+    except ImportError:  # an instance without Postgres (a local build): nothing to make patient
+        return
+    utils.retry_pg_connection_fn.__defaults__ = (POSTGRES_CONNECT_RETRIES, POSTGRES_CONNECT_BASE_DELAY_S)
 
 
 def step_retry_policy() -> dg.RetryPolicy:

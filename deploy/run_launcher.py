@@ -37,6 +37,10 @@ from dagster._core.launcher import CheckRunHealthResult, WorkerStatus
 from dagster._core.storage.dagster_run import DagsterRun
 from dagster._core.storage.tags import GRPC_INFO_TAG
 
+from assets.infrastructure_errors import patient_postgres_connections
+
+patient_postgres_connections()  # the daemon loads this module with the instance: it rides out a database restart
+
 # Seconds a live code server has to list its runs; it answers from memory, so only a dead or wedged one takes long.
 CODE_SERVER_TIMEOUT = 20
 

@@ -161,3 +161,14 @@ def test_a_step_no_live_worker_holds_is_restored_on_the_second_check_only(monkey
     monkeypatch.setattr(celery_orphans, "held_task_ids", lambda _: None)  # nobody answered: nothing can be told
     client.unacked["tag-other"] = ("task-other", old)
     assert orphans.check(app) == [] and orphans.check(app) == []
+
+
+def test_dagster_postgres_rides_out_a_database_restart_of_tens_of_seconds():
+    from dagster._core.definitions.policy import calculate_delay
+    from dagster_postgres import utils
+
+    import assets  # noqa: F401 - the package makes every process of the deployment patient
+
+    retries, base = utils.retry_pg_connection_fn.__defaults__
+    waited = sum(calculate_delay(n, dg.Backoff.EXPONENTIAL, None, base) for n in range(1, retries + 1))
+    assert 30 <= waited <= 120, waited

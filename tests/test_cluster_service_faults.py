@@ -11,8 +11,9 @@ two Celery workers). Once two scan runs have steps in flight (two more queued):
 - Postgres is stopped cleanly (``pg_ctl -m fast``) for 15 s and started again:
   a step that loses the instance retries with backoff (the jobs' RetryPolicy),
   a launch that meets the outage goes back in the run queue
-  (``deploy/run_launcher.py``, ``max_user_code_failure_retries``), and the
-  command rides it out itself ("instance database unreachable ..., retrying").
+  (``deploy/run_launcher.py``, ``max_user_code_failure_retries``), and every
+  process of the deployment, this command included, retries a refused
+  connection for about 50 s (``patient_postgres_connections``).
 
 Either way the command exits 0 with the complete release, byte-identical to a
 fault-free build, within ``HEAL_BOUND_S`` of the fault, with no partial release
@@ -50,4 +51,3 @@ def test_postgres_stopped_15_s_while_scans_run_heals_into_the_complete_release(t
     with FaultRun(tmp_path, monkeypatch, fault_free, fault_scans) as run:
         run.strike(lambda: run.cluster.restart_postgres(down_seconds=POSTGRES_DOWN_S, mode="fast"))
         run.finish(f"postgres stopped {POSTGRES_DOWN_S} s (pg_ctl -m fast)")
-        assert "instance database unreachable (" in run.printed and "retrying in" in run.printed, run.printed

@@ -103,8 +103,8 @@ def scan2qa_celery_executor() -> dg.ExecutorDefinition:
             "broker": {"env": BROKER_VARIABLE},
             "backend": {"env": BACKEND_VARIABLE},
             "config_source": celery_settings(),
-            # Step retries: the jobs' RetryPolicy retries a step that lost a service; a scan's own error is a
-            # Failure that allows none (assets.infrastructure_errors). A worker that dies is Celery's to redeliver.
+            # Step retries: a step that lost a service asks for one (dg.RetryRequested with backoff); a scan's own
+            # error never does (assets.infrastructure_errors). A worker that dies is Celery's to redeliver.
             "retries": {"enabled": {}},
         },
         name="scan2qa_celery",

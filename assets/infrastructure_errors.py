@@ -3,12 +3,14 @@
 A lost connection to Postgres (the instance), Redis (the broker) or the object
 store says nothing about the scan: the same step a minute later succeeds. So
 such a step is retried, with exponential backoff and jitter, within a bounded
-budget (``step_retry_policy``, given to every job in ``assets.jobs``); when that
-runs out the run fails and, being an infrastructure failure, is marked for the
-daemon's run retries (``retry_run_after_infrastructure_failure``). A scan's own
-error (``ScanError``: a truncated mesh) fails the same way every time: it is a
-``dg.Failure(allow_retries=False)`` (``assets.run_errors.scan_failure``) and is
-named, never retried.
+budget (``step_retry``, raised by ``assets.run_errors.scan_failure`` and
+``assets.scan_batches.each_scan``, which wrap the scan's work); when that runs
+out, or a service was lost outside that work (an IO manager's read), the step
+fails and, being an infrastructure failure, marks its run for the daemon's run
+retries (``retry_run_after_infrastructure_failure``, a hook on every job in
+``assets.jobs``). A scan's own error (``ScanError``: a truncated mesh) fails the
+same way every time: it is a ``dg.Failure(allow_retries=False)`` and is named,
+never retried; so is any other step error (a blocked release, a full disk).
 
 Exceptions are recognised by class name anywhere in their chain (``__cause__``,
 ``__context__``), as ``pipeline.errors.UNREACHABLE`` does for the object store,
@@ -66,11 +68,14 @@ def patient_postgres_connections() -> None:
     utils.retry_pg_connection_fn.__defaults__ = (POSTGRES_CONNECT_RETRIES, POSTGRES_CONNECT_BASE_DELAY_S)
 
 
-def step_retry_policy() -> dg.RetryPolicy:
-    """Dagster's step retry: every exception of a step's code except ``dg.Failure(allow_retries=False)``, which is
-    what a scan's own error becomes."""
-    return dg.RetryPolicy(max_retries=STEP_MAX_RETRIES, delay=STEP_RETRY_DELAY_S, backoff=dg.Backoff.EXPONENTIAL,
-                          jitter=dg.Jitter.PLUS_MINUS)
+def step_retry(exc: BaseException) -> dg.RetryRequested:
+    """Dagster's request to run the current step again after a backoff (``STEP_MAX_RETRIES`` at most); raise it
+    ``from`` the exception that lost the service. Once they are spent the step fails, naming that exception."""
+    from dagster._core.definitions.policy import calculate_delay
+
+    attempt = dg.OpExecutionContext.get().retry_number + 1
+    wait = calculate_delay(attempt, dg.Backoff.EXPONENTIAL, dg.Jitter.PLUS_MINUS, STEP_RETRY_DELAY_S)
+    return dg.RetryRequested(max_retries=STEP_MAX_RETRIES, seconds_to_wait=max(0.0, wait))
 
 
 @dg.failure_hook(name="retry_run_after_infrastructure_failure")

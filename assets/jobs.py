@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from assets.infrastructure_errors import retry_run_after_infrastructure_failure, step_retry_policy
+from assets.infrastructure_errors import retry_run_after_infrastructure_failure
 from assets.partitions import scan_partitions
 from assets.run_policy import dataset_run_tags, scan_run_tags
 
@@ -37,8 +37,8 @@ def build_jobs(
     """The per-scan job and (when there are dataset-wide assets) the dataset job; ``suffix`` names a variant
     with another executor (``assets.celery``); without one a job runs in-process whatever the code location's
     default executor (``assets.deployment``). Dataset runs are tagged so the run queue can limit them; both
-    carry ``assets.run_policy``'s limits for run monitoring and run retries, and retry a step that lost a service
-    (``assets.infrastructure_errors``)."""
+    carry ``assets.run_policy``'s limits for run monitoring and run retries, and a failed step that had lost a
+    service marks its run for the daemon's retry (``assets.infrastructure_errors``)."""
     jobs = [
         dg.define_asset_job(
             SCAN_JOB + suffix,
@@ -46,7 +46,6 @@ def build_jobs(
             partitions_def=scan_partitions,
             executor_def=executor_def or dg.in_process_executor,
             tags=scan_run_tags(),
-            op_retry_policy=step_retry_policy(),
             hooks={retry_run_after_infrastructure_failure},
             description=f"Materialize every per-scan asset for one scan partition{how}.",
         )
@@ -58,8 +57,7 @@ def build_jobs(
                 selection=dg.AssetSelection.assets(*dataset_wide_keys(assets)),
                 executor_def=executor_def or dg.in_process_executor,
                 tags={"scan2qa/phase": "dataset", **dataset_run_tags()},
-                op_retry_policy=step_retry_policy(),
-                hooks={retry_run_after_infrastructure_failure},
+                    hooks={retry_run_after_infrastructure_failure},
                 description=f"Materialize the dataset-wide assets from every scan partition that exists{how}.",
             )
         )

@@ -24,13 +24,10 @@ import dagster as dg
 
 @contextmanager
 def scan_failure() -> Iterator[None]:
-    """Turn a ``ScanError`` raised inside into the step's ``dg.Failure`` (the UI reads a Failure's description first).
-
-    The scan's own errors are never retried (``allow_retries=False`` stops the jobs' step retry policy): a
-    ``ScanError``, and any other exception of the scan's code that no service caused (the same input fails the same
-    way). A lost connection (``assets.infrastructure_errors``) is left as raised, so the step is retried.
-    """
-    from assets.infrastructure_errors import infrastructure_cause
+    """Turn a ``ScanError`` raised inside into the step's ``dg.Failure`` (the UI reads a Failure's description first;
+    any other exception is left as Dagster shows it), never retried: the same scan fails the same way. A lost
+    connection (``assets.infrastructure_errors``) instead asks Dagster to run the step again after a backoff."""
+    from assets.infrastructure_errors import infrastructure_cause, step_retry
     from pipeline.errors import ScanError
 
     try:
@@ -41,14 +38,10 @@ def scan_failure() -> Iterator[None]:
             metadata={"scan": exc.key, "file": dg.MetadataValue.path(exc.file), "problem": exc.problem},
             allow_retries=False,
         ) from exc
-    except dg.Failure:
-        raise
     except Exception as exc:
-        if infrastructure_cause(exc) is not None:
+        if infrastructure_cause(exc) is None:
             raise
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise dg.Failure(description=f"{type(exc).__name__}: {message}" if message else type(exc).__name__,
-                         allow_retries=False) from exc
+        raise step_retry(exc) from exc
 
 
 def step_failure_line(events: Iterable[dg.DagsterEvent], key: str | None = None) -> str | None:

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 import dagster as dg
 import polars as pl
 
-from assets.infrastructure_errors import infrastructure_cause
+from assets.infrastructure_errors import infrastructure_cause, step_retry
 from assets.run_errors import scan_failure
 from pipeline.table_scan import ScanTables  # noqa: F401 - a step over a range returns one
 
@@ -105,7 +105,7 @@ def each_scan(context: dg.AssetExecutionContext, step: str, build: Callable[[str
             results[key] = build(key)
         except Exception as exc:  # noqa: BLE001 - reported per scan in BatchFailure
             if infrastructure_cause(exc) is not None:
-                raise  # a service blinked: the step is retried, not the scan blamed
+                raise step_retry(exc) from exc  # a service blinked: the step is retried, not the scan blamed
             context.log.error(f"{key}: {failure_line(key, exc)}")
             failures[key] = failure_line(key, exc)
     if failures:

@@ -12,7 +12,8 @@ import pytest
 from dagster._core.storage.tags import RETRY_ON_ASSET_OR_OP_FAILURE_TAG
 
 from assets import celery_orphans
-from assets.infrastructure_errors import infrastructure_cause, retry_run_after_infrastructure_failure, step_retry_policy
+from assets import infrastructure_errors
+from assets.infrastructure_errors import infrastructure_cause, retry_run_after_infrastructure_failure
 from assets.run_errors import scan_failure
 from pipeline.errors import ScanError, StorageUnreachable
 
@@ -49,27 +50,21 @@ def test_a_scans_own_error_is_not_infrastructure(exc):
     assert infrastructure_cause(exc) is None
 
 
-def test_scan_failure_never_retries_a_scan_error_but_lets_a_lost_connection_through():
+def test_scan_failure_never_retries_a_scan_error_and_leaves_other_errors_as_raised():
     with pytest.raises(dg.Failure) as failed:
         with scan_failure():
             raise ScanError("synthetic/s0", "mesh.ply", "truncated")
     assert not failed.value.allow_retries and failed.value.description == "synthetic/s0: mesh.ply: truncated"
 
-    with pytest.raises(dg.Failure) as other:
+    with pytest.raises(ValueError, match="cannot reshape"):
         with scan_failure():
             raise ValueError("cannot reshape array")
-    assert not other.value.allow_retries and other.value.description == "ValueError: cannot reshape array"
-
-    lost = named("OperationalError")("could not connect to server")
-    with pytest.raises(type(lost)):
-        with scan_failure():
-            raise lost
 
 
 def run_step(error: BaseException, instance: dg.DagsterInstance) -> tuple[dg.DagsterRun, int]:
     attempts = []
 
-    @dg.op(retry_policy=dg.RetryPolicy(max_retries=2))
+    @dg.op
     def step():
         attempts.append(1)
         with scan_failure():
@@ -85,10 +80,11 @@ def run_step(error: BaseException, instance: dg.DagsterInstance) -> tuple[dg.Dag
     return run, len(attempts)
 
 
-def test_a_step_that_lost_a_service_is_retried_then_marks_its_run_for_the_daemons_retry():
+def test_a_step_that_lost_a_service_is_retried_then_marks_its_run_for_the_daemons_retry(monkeypatch):
+    monkeypatch.setattr(infrastructure_errors, "STEP_RETRY_DELAY_S", 0)
     with dg.instance_for_test() as instance:
         run, attempts = run_step(named("OperationalError")("server closed the connection"), instance)
-        assert attempts == 3  # the first try and the policy's two retries
+        assert attempts == 1 + infrastructure_errors.STEP_MAX_RETRIES
         assert run.tags.get(RETRY_ON_ASSET_OR_OP_FAILURE_TAG) == "true"
 
 
@@ -99,9 +95,18 @@ def test_a_bad_scan_fails_once_and_its_run_is_not_marked_for_retry():
         assert RETRY_ON_ASSET_OR_OP_FAILURE_TAG not in run.tags
 
 
-def test_step_retry_policy_backs_off_within_a_bound():
-    policy = step_retry_policy()
-    assert 1 <= policy.max_retries <= 6 and policy.backoff == dg.Backoff.EXPONENTIAL and policy.delay >= 1
+def test_other_step_errors_are_not_retried_either():
+    with dg.instance_for_test() as instance:
+        run, attempts = run_step(ValueError("cannot reshape array"), instance)
+        assert attempts == 1 and RETRY_ON_ASSET_OR_OP_FAILURE_TAG not in run.tags
+
+
+def test_step_retries_back_off_within_a_bound():
+    from dagster._core.definitions.policy import calculate_delay
+
+    waits = [calculate_delay(n, dg.Backoff.EXPONENTIAL, None, infrastructure_errors.STEP_RETRY_DELAY_S)
+             for n in range(1, infrastructure_errors.STEP_MAX_RETRIES + 1)]
+    assert waits == sorted(waits) and 60 <= sum(waits) <= 300, waits
 
 
 class FakeRedis:

@@ -20,6 +20,7 @@ shortened for the test), four synthetic scans and a run queue of two, runs
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -116,6 +117,8 @@ def deployment_processes(dagster_home: Path) -> list[tuple[int, str]]:
     marker = f"DAGSTER_HOME={dagster_home}".encode()
     found = []
     for environ in Path("/proc").glob("[0-9]*/environ"):
+        if environ.parent.name == str(os.getpid()):
+            continue  # the test itself (its os.environ names the deployment)
         try:
             if marker in environ.read_bytes().split(b"\0"):
                 pid = int(environ.parent.name)
@@ -242,5 +245,12 @@ def fault_scans(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def fault_free(tmp_path_factory, fault_scans) -> tuple[dict[str, str], str]:
-    """The fault-free build every fault test's tables must equal, byte for byte (built once per session)."""
+    """The fault-free build every fault test's tables must equal, byte for byte (built once per session; or the
+    output root ``SCAN2QA_FAULT_FREE_OUTPUT`` names, a build of the same scans made earlier by this fixture)."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    earlier = os.environ.get("SCAN2QA_FAULT_FREE_OUTPUT")
+    if earlier:
+        local = Path(earlier)
+        return digests(LocalFileSystem(), str(local / "tables")), (local / "releases" / "LATEST").read_text().strip()
     return fault_free_build(tmp_path_factory.mktemp("fault-free"), fault_scans)

@@ -138,6 +138,7 @@ def test_backfill_heals_after_a_workers_process_group_is_killed_mid_step(tmp_pat
         def fault() -> None:
             with dg.DagsterInstance.get() as instance:
                 killed.append(kill_worker_during_visibility(run.cluster, instance, time.monotonic() + 600))
+            run.fault_at = time.monotonic()  # the kill, not the wait for a visibility step to kill
             run.cluster.start_worker(killed[0][1].split("@")[0])  # the supervisor restarts it
 
         run.strike(fault)

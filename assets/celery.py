@@ -10,10 +10,16 @@ the package and the same ``SCAN2QA_*`` / ``DAGSTER_*`` environment.
 Why the Celery settings are what they are: a step is acknowledged only after it
 ran (``task_acks_late``) and handed back to the queue when its worker process
 dies (``task_reject_on_worker_lost``), so a killed worker's step runs again on
-another worker instead of failing the run; a worker whose machine vanished never
-acknowledges at all, and Redis hands its step out again once
-``SCAN2QA_CELERY_VISIBILITY_TIMEOUT`` seconds (default 2 hours, longer than
-any step should take) have passed since it was taken. Steps are idempotent:
+another worker instead of failing the run. A worker killed with its whole
+process group (or its machine) neither acknowledges nor rejects: every worker
+hands such a step back to the queue a minute or two later
+(``assets.celery_orphans``), and Redis itself gives it out again once
+``SCAN2QA_CELERY_VISIBILITY_TIMEOUT`` seconds (default 30 minutes: above the
+longest step, so a step still running is never given to a second worker) have
+passed since it was taken. A step that lost a service (Postgres, Redis, the
+object store) is retried by Dagster with backoff (``assets.infrastructure_errors``),
+so the executor's retries are on; a scan's own error is never retried.
+Steps are idempotent:
 every table and video is written to a temporary name and renamed, and the same
 inputs give the same bytes, so a step run twice leaves what it would once.
 Each worker process takes one step at a time (prefetch 1), so a long ray cast
@@ -43,7 +49,7 @@ BACKEND_VARIABLE = "SCAN2QA_CELERY_BACKEND"
 VISIBILITY_TIMEOUT_VARIABLE = "SCAN2QA_CELERY_VISIBILITY_TIMEOUT"
 RESULT_EXPIRES_VARIABLE = "SCAN2QA_CELERY_RESULT_EXPIRES"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
-DEFAULT_VISIBILITY_TIMEOUT = 7200
+DEFAULT_VISIBILITY_TIMEOUT = 1800
 DEFAULT_RESULT_EXPIRES = 3600
 
 
@@ -97,9 +103,9 @@ def scan2qa_celery_executor() -> dg.ExecutorDefinition:
             "broker": {"env": BROKER_VARIABLE},
             "backend": {"env": BACKEND_VARIABLE},
             "config_source": celery_settings(),
-            # A step that raises is the step's failure (bad input names its file); a worker that dies is
-            # Celery's to redeliver above, so Dagster retries are left to RetryPolicy on assets, if any.
-            "retries": {"disabled": {}},
+            # Step retries: a step that lost a service asks for one (dg.RetryRequested with backoff); a scan's own
+            # error never does (assets.infrastructure_errors). A worker that dies is Celery's to redeliver.
+            "retries": {"enabled": {}},
         },
         name="scan2qa_celery",
     )

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import dagster as dg
 
+from assets.infrastructure_errors import retry_run_after_infrastructure_failure
 from assets.partitions import scan_partitions
 from assets.run_policy import dataset_run_tags, scan_run_tags
 
@@ -36,7 +37,8 @@ def build_jobs(
     """The per-scan job and (when there are dataset-wide assets) the dataset job; ``suffix`` names a variant
     with another executor (``assets.celery``); without one a job runs in-process whatever the code location's
     default executor (``assets.deployment``). Dataset runs are tagged so the run queue can limit them; both
-    carry ``assets.run_policy``'s limits for run monitoring and run retries."""
+    carry ``assets.run_policy``'s limits for run monitoring and run retries, and a failed step that had lost a
+    service marks its run for the daemon's retry (``assets.infrastructure_errors``)."""
     jobs = [
         dg.define_asset_job(
             SCAN_JOB + suffix,
@@ -44,6 +46,7 @@ def build_jobs(
             partitions_def=scan_partitions,
             executor_def=executor_def or dg.in_process_executor,
             tags=scan_run_tags(),
+            hooks={retry_run_after_infrastructure_failure},
             description=f"Materialize every per-scan asset for one scan partition{how}.",
         )
     ]
@@ -54,6 +57,7 @@ def build_jobs(
                 selection=dg.AssetSelection.assets(*dataset_wide_keys(assets)),
                 executor_def=executor_def or dg.in_process_executor,
                 tags={"scan2qa/phase": "dataset", **dataset_run_tags()},
+                    hooks={retry_run_after_infrastructure_failure},
                 description=f"Materialize the dataset-wide assets from every scan partition that exists{how}.",
             )
         )

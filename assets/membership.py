@@ -231,11 +231,17 @@ def _named(check_key: dg.AssetCheckKey) -> str:
 
 
 def _run_statuses(instance: dg.DagsterInstance, run_ids: set[str]) -> dict[str, dg.DagsterRunStatus]:
+    """Each run's status; a failed run the daemon will retry (``dagster/will_retry``: it lost a service, its worker
+    or its machine) counts as still in progress until its retry is the partition's latest attempt, so a scan lost
+    to infrastructure is never judged failed while it heals."""
+    from dagster._core.storage.tags import WILL_RETRY_TAG
+
     found: dict[str, dg.DagsterRunStatus] = {}
     ids = sorted(run_ids)
     for start in range(0, len(ids), 500):
         for run in instance.get_runs(filters=dg.RunsFilter(run_ids=ids[start : start + 500])):
-            found[run.run_id] = run.status
+            retrying = run.status == dg.DagsterRunStatus.FAILURE and run.tags.get(WILL_RETRY_TAG) == "true"
+            found[run.run_id] = dg.DagsterRunStatus.STARTED if retrying else run.status
     return found
 
 

@@ -25,7 +25,9 @@ import dagster as dg
 @contextmanager
 def scan_failure() -> Iterator[None]:
     """Turn a ``ScanError`` raised inside into the step's ``dg.Failure`` (the UI reads a Failure's description first;
-    any other exception is left as Dagster shows it)."""
+    any other exception is left as Dagster shows it), never retried: the same scan fails the same way. A lost
+    connection (``assets.infrastructure_errors``) instead asks Dagster to run the step again after a backoff."""
+    from assets.infrastructure_errors import infrastructure_cause, step_retry
     from pipeline.errors import ScanError
 
     try:
@@ -34,7 +36,12 @@ def scan_failure() -> Iterator[None]:
         raise dg.Failure(
             description=str(exc),
             metadata={"scan": exc.key, "file": dg.MetadataValue.path(exc.file), "problem": exc.problem},
+            allow_retries=False,
         ) from exc
+    except Exception as exc:
+        if infrastructure_cause(exc) is None:
+            raise
+        raise step_retry(exc) from exc
 
 
 def step_failure_line(events: Iterable[dg.DagsterEvent], key: str | None = None) -> str | None:

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 import dagster as dg
 import polars as pl
 
+from assets.infrastructure_errors import infrastructure_cause, step_retry
 from assets.run_errors import scan_failure
 from pipeline.table_scan import ScanTables  # noqa: F401 - a step over a range returns one
 
@@ -71,7 +72,9 @@ class BatchFailure(dg.Failure):
     def __init__(self, step: str, failures: Mapping[str, str], scans: int):
         lines = [f"{step}: {len(failures)} of {scans} scans of this run failed; the run built none of them"]
         lines += [f"{key}: {problem}" for key, problem in sorted(failures.items())]
-        super().__init__(description="\n".join(lines), metadata={"failed scans": dg.MetadataValue.json(dict(failures))})
+        # Never retried: each scan's problem is its own (a lost connection is raised as such by ``each_scan``).
+        super().__init__(description="\n".join(lines), metadata={"failed scans": dg.MetadataValue.json(dict(failures))},
+                         allow_retries=False)
 
 
 def in_range(context: dg.AssetExecutionContext | dg.AssetCheckExecutionContext) -> bool:
@@ -101,6 +104,8 @@ def each_scan(context: dg.AssetExecutionContext, step: str, build: Callable[[str
         try:
             results[key] = build(key)
         except Exception as exc:  # noqa: BLE001 - reported per scan in BatchFailure
+            if infrastructure_cause(exc) is not None:
+                raise step_retry(exc) from exc  # a service blinked: the step is retried, not the scan blamed
             context.log.error(f"{key}: {failure_line(key, exc)}")
             failures[key] = failure_line(key, exc)
     if failures:

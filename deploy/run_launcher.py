@@ -16,6 +16,12 @@ run, means its worker is gone, and the monitoring daemon fails the run (which
 frees its slot; run retries then launch it again). Nothing here resumes a run:
 ``max_resume_run_attempts`` stays 0, as ``DefaultRunLauncher`` cannot resume.
 
+A launch that meets an infrastructure failure (the instance's Postgres
+restarting under the daemon: ``DagsterPostgresException``, ``OperationalError``)
+is reported to the run coordinator as an unreachable code server, the one
+launch error it puts the run back in the queue for (``max_user_code_failure_retries``
+in ``deploy/dagster.yaml``) instead of failing and dropping it.
+
 Only for code servers the daemon reaches on its own machine (``python_module``
 in ``workspace.yaml``, docs/scaling.md's bare-metal deployment): a remote code server
 behind a flaky network would make a healthy run look dead. On Kubernetes the
@@ -30,12 +36,34 @@ from dagster import DagsterRun, DefaultRunLauncher, deserialize_value
 from dagster._core.launcher import CheckRunHealthResult, WorkerStatus
 from dagster._core.storage.tags import GRPC_INFO_TAG
 
+from assets.infrastructure_errors import patient_postgres_connections
+
+patient_postgres_connections()  # the daemon loads this module with the instance: it rides out a database restart
+
 # Seconds a live code server has to list its runs; it answers from memory, so only a dead or wedged one takes long.
 CODE_SERVER_TIMEOUT = 20
 
 
 class MonitoredRunLauncher(DefaultRunLauncher):
     """``DefaultRunLauncher``, and a run whose code server no longer runs it is reported FAILED to run monitoring."""
+
+    def launch_run(self, context) -> None:
+        from dagster._core.errors import DagsterUserCodeUnreachableError
+
+        from assets.infrastructure_errors import infrastructure_cause
+
+        try:
+            super().launch_run(context)
+        except DagsterUserCodeUnreachableError:
+            raise
+        except Exception as exc:
+            cause = infrastructure_cause(exc)
+            if cause is None:
+                raise
+            raise DagsterUserCodeUnreachableError(
+                f"run {context.dagster_run.run_id} not launched: {type(cause).__name__}: "
+                f"{str(cause).strip().splitlines()[0] if str(cause).strip() else ''}; back in the queue"
+            ) from exc
 
     @property
     def supports_check_run_worker_health(self) -> bool:

@@ -89,3 +89,6 @@ def s3_bucket(s3_server) -> S3Bucket:
     name = f"scan2qa-{uuid.uuid4().hex[:12]}"
     upath(f"s3://{name}", s3_server).fs.mkdir(name)
     return S3Bucket(name, s3_server)
+
+# The cluster tier's fault tests share one fault-free build of their scans (built only when a fault test runs).
+from tests.cluster_faults import fault_free, fault_scans  # noqa: E402,F401

@@ -1,126 +1,53 @@
-"""``scan2qa backfill --wait`` while the deployment's Redis or Postgres goes away under running scans.
+"""The deployment's Redis or Postgres goes away under running scans, and the backfill heals by itself.
 
-Three synthetic scans run as a backfill of ``scan_job_celery`` on two Celery
-workers, two runs at a time, with run retries on (``deploy/dagster.yaml``).
-Once a scan's steps are running, (a) Redis is stopped for 20 s and started
-again on the same port (empty: the broker lost what it held), or (b) Postgres
-is stopped at once for 15 s and started again. Either way the command must end
-on its own, without a traceback, in one of two ways: exit 0 with a release of
-every scan whose tables are byte-identical to a local ``scan2qa build`` of the
-same scans, or a non-zero exit naming every scan the release lacks. It rides
-out the database outage itself (its one-line "instance database unreachable"
-notice is checked), and waits for the runs the daemon retries.
+Four synthetic scans go through ``scan2qa backfill --wait`` on the loopback
+stack with the deployed settings (``tests.cluster_faults``: a run queue of two,
+two Celery workers). Once two scan runs have steps in flight (two more queued):
 
-Bound on time: the command's ``--timeout`` (``TIMEOUT_S``) bounds the wait; a
-run whose run worker died with the database down stays STARTED (the
-``DefaultRunLauncher`` cannot tell run monitoring its worker is gone), which
-then ends as a non-zero exit naming that scan as ``in_progress`` when the
-timeout runs out. Run with ``make test-cluster``.
+- Redis is stopped for 20 s and started again on the same port, empty: the
+  broker lost its queued steps and stored results. A run worker polling its
+  steps' results fails its run on the lost connection (``RUN_EXCEPTION``), and
+  the daemon's run retries launch it again from its first unfinished step.
+- Postgres is stopped cleanly (``pg_ctl -m fast``) for 15 s and started again:
+  a step that loses the instance retries with backoff (the jobs' RetryPolicy),
+  a launch that meets the outage goes back in the run queue
+  (``deploy/run_launcher.py``, ``max_user_code_failure_retries``), and every
+  process of the deployment, this command included, retries a refused
+  connection for about 50 s (``patient_postgres_connections``).
+
+Either way the command exits 0 with the complete release, byte-identical to a
+fault-free build, within ``HEAL_BOUND_S`` of the fault, with no partial release
+ever ``latest`` and nothing left behind (``FaultRun.finish``). Run with ``make
+test-cluster``.
 """
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 import time
 
 import pytest
 
-from deploy.local_cluster import LocalCluster
-from tests.test_cluster import assert_matches_local_build, deployment_environment, require_services, scan2qa
+from tests.cluster_faults import FaultRun
 
 pytestmark = pytest.mark.cluster
 
-SCENES, FRAMES = 3, 40
-KEYS = [f"synthetic/synth{i:04d}_00" for i in range(SCENES)]
-TIMEOUT_S = 1200
 REDIS_DOWN_S, POSTGRES_DOWN_S = 20, 15
 
 
-@pytest.fixture
-def cluster(tmp_path, monkeypatch):
-    require_services()
-    scans = tmp_path / "scans"
-    subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(scans), "--scenes", str(SCENES),
-                    "--frames", str(FRAMES), "--seed", "0"], check=True, capture_output=True)
-    with LocalCluster(tmp_path / "stack") as running:
-        running.start_storage()
-        running.upload(scans, "scans")
-        running.extra_env["SCAN2QA_MAX_CONCURRENT_RUNS"] = "2"
-        running.start_worker("w1")
-        running.start_worker("w2")
-        running.start_daemon()
-        deployment_environment(running, monkeypatch)
-        yield running
+def test_redis_stopped_20_s_while_scans_run_heals_into_the_complete_release(tmp_path, monkeypatch, fault_free,
+                                                                               fault_scans):
+    with FaultRun(tmp_path, monkeypatch, fault_free, fault_scans) as run:
+        def fault() -> None:
+            run.cluster.stop_redis()
+            time.sleep(REDIS_DOWN_S)
+            run.cluster.start_redis()
+
+        run.strike(fault)
+        run.finish(f"redis stopped {REDIS_DOWN_S} s")
 
 
-def wait_for_running_steps(deadline: float) -> None:
-    """Until some scan run has a step started on a Celery worker (the fault then hits work in flight)."""
-    import dagster as dg
-
-    with dg.DagsterInstance.get() as instance:
-        while time.monotonic() < deadline:
-            for run in instance.get_runs(filters=dg.RunsFilter(job_name="scan_job_celery",
-                                                               statuses=[dg.DagsterRunStatus.STARTED])):
-                if instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.STEP_START, limit=1).records:
-                    return
-            time.sleep(0.5)
-    raise AssertionError("no scan step was seen running")
-
-
-def released_keys(cluster: LocalCluster) -> set[str]:
-    from pipeline.storage import read_table, upath
-
-    releases = upath(cluster.uri("out"), cluster.storage_options) / "releases"
-    if not (releases / "LATEST").exists():
-        return set()
-    version = (releases / "LATEST").read_text().strip()
-    return set(read_table(releases / version / "tables" / "scans.parquet", "scans")["key"].to_list())
-
-
-def assert_complete_and_identical_or_named(cluster: LocalCluster, tmp_path, printed: str, returncode: int) -> str:
-    """Exit 0 with every scan released and the bytes of a local build, or non-zero naming each missing scan."""
-    print(f"scan2qa backfill --wait exited {returncode}:\n{printed}")
-    assert "Traceback" not in printed, printed
-    released = released_keys(cluster)
-    if returncode != 0:
-        missing = [k for k in KEYS if k not in released]
-        assert missing or "FAILED" in printed, printed
-        for key in missing:
-            assert re.search(rf"^  missing {re.escape(key)}: \w+: .+$", printed, re.M), (key, printed)
-        return "partial"
-    assert released >= set(KEYS), (sorted(released), printed)
-    assert f"summary: {SCENES} ok, 0 failed" in printed, printed
-
-    assert_matches_local_build(cluster, tmp_path)
-    return "complete"
-
-
-def test_redis_stopped_while_scans_run_is_ridden_out_or_named(tmp_path, cluster):
-    backfill = scan2qa("backfill", "--wait", "--timeout", str(TIMEOUT_S), env=cluster.environment())
-    try:
-        wait_for_running_steps(time.monotonic() + 600)
-        cluster.stop_redis()
-        time.sleep(REDIS_DOWN_S)
-        cluster.start_redis()
-        printed, _ = backfill.communicate(timeout=TIMEOUT_S + 300)
-    finally:
-        if backfill.poll() is None:
-            backfill.kill()
-    outcome = assert_complete_and_identical_or_named(cluster, tmp_path, printed, backfill.returncode)
-    print(f"redis outage: {outcome} release, exit {backfill.returncode}")
-
-
-def test_postgres_restarted_while_scans_run_is_ridden_out_or_named(tmp_path, cluster):
-    backfill = scan2qa("backfill", "--wait", "--timeout", str(TIMEOUT_S), env=cluster.environment())
-    try:
-        wait_for_running_steps(time.monotonic() + 600)
-        cluster.restart_postgres(down_seconds=POSTGRES_DOWN_S)
-        printed, _ = backfill.communicate(timeout=TIMEOUT_S + 300)
-    finally:
-        if backfill.poll() is None:
-            backfill.kill()
-    assert "instance database unreachable (" in printed and "retrying in" in printed, printed
-    outcome = assert_complete_and_identical_or_named(cluster, tmp_path, printed, backfill.returncode)
-    print(f"postgres outage: {outcome} release, exit {backfill.returncode}")
+def test_postgres_stopped_15_s_while_scans_run_heals_into_the_complete_release(tmp_path, monkeypatch, fault_free,
+                                                                                  fault_scans):
+    with FaultRun(tmp_path, monkeypatch, fault_free, fault_scans) as run:
+        run.strike(lambda: run.cluster.restart_postgres(down_seconds=POSTGRES_DOWN_S, mode="fast"))
+        run.finish(f"postgres stopped {POSTGRES_DOWN_S} s (pg_ctl -m fast)")

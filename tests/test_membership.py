@@ -85,6 +85,17 @@ def test_each_partition_state_comes_from_its_latest_attempt(instance):
     assert built_keys(membership_table(list(found.values()))) == ["d/ok", "d/repaired"]
 
 
+def test_a_failed_run_the_daemon_will_retry_leaves_its_scan_in_progress_not_failed(instance):
+    """A run that lost a service and will be retried (``dagster/will_retry``) has not failed its scan yet."""
+    BROKEN.add("d/broken")
+    assert not run(instance, "d/broken")
+    failed = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": "d/broken"}))[0]
+    instance.add_run_tags(failed.run_id, {"dagster/will_retry": "true"})
+    assert states(instance)["d/broken"].state == IN_PROGRESS
+    instance.add_run_tags(failed.run_id, {"dagster/will_retry": "false"})
+    assert states(instance)["d/broken"].state == FAILED
+
+
 def test_the_worst_table_state_is_the_scans_state():
     assert worst([BUILT, BUILT]) == BUILT
     assert worst([BUILT, NOT_BUILT]) == NOT_BUILT

@@ -19,8 +19,9 @@ so psycopg2, SQLAlchemy, redis and botocore need not be imported here.
 
 from __future__ import annotations
 
+import random
+
 import dagster as dg
-from dagster._core.storage.tags import RETRY_ON_ASSET_OR_OP_FAILURE_TAG
 
 from pipeline.errors import UNREACHABLE
 
@@ -40,6 +41,7 @@ INFRASTRUCTURE = frozenset({
 # may be gone about two minutes before the step fails; the run retries (deploy/dagster.yaml) then cover longer outages.
 STEP_MAX_RETRIES = 4
 STEP_RETRY_DELAY_S = 5
+RETRY_ON_ASSET_OR_OP_FAILURE_TAG = "dagster/retry_on_asset_or_op_failure"  # spelled out: Dagster exports no constant
 # dagster-postgres opens a connection for every call and retries a refused one only 5 times in about 11 s, with no
 # setting to change it, so a 15 s restart of Postgres breaks whatever Dagster process was writing. Seven tries wait
 # 0.2 s doubling, about 50 s in all: the daemon, run workers and Celery workers ride out a database restart.
@@ -71,11 +73,10 @@ def patient_postgres_connections() -> None:
 def step_retry(exc: BaseException) -> dg.RetryRequested:
     """Dagster's request to run the current step again after a backoff (``STEP_MAX_RETRIES`` at most); raise it
     ``from`` the exception that lost the service. Once they are spent the step fails, naming that exception."""
-    from dagster._core.definitions.policy import calculate_delay
-
     attempt = dg.OpExecutionContext.get().retry_number + 1
-    wait = calculate_delay(attempt, dg.Backoff.EXPONENTIAL, dg.Jitter.PLUS_MINUS, STEP_RETRY_DELAY_S)
-    return dg.RetryRequested(max_retries=STEP_MAX_RETRIES, seconds_to_wait=max(0.0, wait))
+    # Exponential backoff with a +-50% jitter, so the steps a restart failed together do not all come back at once.
+    wait = STEP_RETRY_DELAY_S * 2 ** (attempt - 1) * random.uniform(0.5, 1.5)
+    return dg.RetryRequested(max_retries=STEP_MAX_RETRIES, seconds_to_wait=wait)
 
 
 @dg.failure_hook(name="retry_run_after_infrastructure_failure")

@@ -12,7 +12,7 @@ def test_tag_names_match_dagsters_constants():
     from dagster._core.definitions.data_version import DATA_VERSION_TAG
     from dagster._core.storage import tags
 
-    from assets import partitions
+    from assets import infrastructure_errors, partitions
     from runs import backfill_progress
 
     assert partitions.DATA_VERSION_TAG == DATA_VERSION_TAG
@@ -22,6 +22,7 @@ def test_tag_names_match_dagsters_constants():
     assert backfill_progress.RETRY_NUMBER_TAG == tags.RETRY_NUMBER_TAG
     assert backfill_progress.WILL_RETRY_TAG == tags.WILL_RETRY_TAG
     assert backfill_progress.AUTO_RETRY_RUN_ID_TAG == tags.AUTO_RETRY_RUN_ID_TAG
+    assert infrastructure_errors.RETRY_ON_ASSET_OR_OP_FAILURE_TAG == tags.RETRY_ON_ASSET_OR_OP_FAILURE_TAG
 
 
 def test_inputs_first_orders_per_scan_assets_as_dagsters_asset_graph_does():

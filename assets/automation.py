@@ -28,10 +28,11 @@ partition (one asset from its page, a subset, a failed step's retry), the
 assets downstream of what it rebuilt, in that partition only, are requested in
 the tick that first sees it, in one run, so the scan's tables belong together
 again and the next release holds it instead of leaving it out as stale. A
-run's own updates are no trigger (``any_deps_updated`` ignores parents updated
-by a run that also executed the asset), and the assets a whole-scan run has
-not reached yet are in progress until it builds them, which is their handling;
-a run that fails on an asset hands it back to whoever retries it (its failure
+run's own updates are no trigger: not those of a run whose asset selection
+holds the asset (as ``any_deps_updated``), nor any of a scan job's run, which
+builds every per-scan asset (``SCAN_TAGS``; such a run has no asset selection,
+and its assets' in-progress marks alone let a step that ends during a slow tick
+through: ``partial_rerun_update``); a run that fails on an asset hands it back to whoever retries it (its failure
 counts as handled: a corrupt scan is not retried by automation). So ordinary
 scan runs, even those spanning a tick, lead to no other run. ``will_be_requested``
 never holds from a partitioned asset to an unpartitioned one, so the release
@@ -47,6 +48,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.deployment import automation_running, sensor_interval
+from assets.jobs import SCAN_TAGS
 from assets.run_policy import dataset_run_tags
 
 DATASET_TAGS = {"scan2qa/phase": "dataset"}
@@ -99,8 +101,29 @@ def _upstream(condition: dg.AutomationCondition) -> dg.AutomationCondition:
     return direct | dg.AutomationCondition.any_deps_match(direct).allow(dg.AssetSelection.all())
 
 
+def partial_rerun_update() -> dg.AutomationCondition:
+    """A per-scan table newly updated by a run that did not build every per-scan asset of its partition.
+
+    Dagster's ``any_deps_updated`` ignores a parent updated by a run whose asset selection holds the child, but a
+    job run over all its assets (``scan_job`` from a sensor, a schedule or the launchpad) has no asset selection,
+    so its parents' updates counted as a partial rerun. Whether the child is still in progress cannot stand in for
+    it: the tick reads updates up to the event it started at, but runs and the status cache as they are when
+    reached, so a child built by the same run during a slow tick (seconds to tens on a loaded Celery deployment)
+    was neither newly updated nor in progress, and was requested again while its run went on. The scan jobs carry
+    ``SCAN_TAGS`` instead: an update from a run with them is never a partial rerun's.
+    """
+    return (
+        dg.AutomationCondition.newly_updated()
+        & ~dg.AutomationCondition.executed_with_root_target()
+        & ~dg.AutomationCondition.executed_with_tags(tag_values=SCAN_TAGS)
+    ).with_label("updated by a run that did not build this asset")
+
+
 def scan_automation() -> dg.AutomationCondition:
     """A per-scan asset follows a partial rerun of its own partition (Dagster's ``eager`` made of its parts)."""
+    rerun_upstream = dg.AutomationCondition.any_deps_match(
+        partial_rerun_update() | dg.AutomationCondition.will_be_requested()
+    ).with_label("an input rebuilt by a partial rerun, or requested with it")
     handled = (
         dg.AutomationCondition.newly_requested()
         | dg.AutomationCondition.newly_updated()
@@ -108,7 +131,7 @@ def scan_automation() -> dg.AutomationCondition:
         | dg.AutomationCondition.initial_evaluation()
     ).with_label("requested, built or failed")
     return (
-        dg.AutomationCondition.any_deps_updated().since(handled)
+        rerun_upstream.since(handled)
         & ~dg.AutomationCondition.any_deps_missing()
         & ~dg.AutomationCondition.any_deps_in_progress()
         & ~dg.AutomationCondition.in_progress()

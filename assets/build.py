@@ -143,14 +143,14 @@ def materialize_quietly(
     """
     from dagster._core.utils import make_new_run_id
 
-    from assets.jobs import DATASET_JOB, SCAN_JOB
+    from assets.jobs import DATASET_JOB, SCAN_JOB, SCAN_TAGS
     from assets.partitions import scan_partitions
     from assets.run_origin import runs_from_code_location
 
     run_id = make_new_run_id()
     located = job_name in (SCAN_JOB, DATASET_JOB)
     try:
-        job_tags = {"scan2qa/phase": "dataset"} if job_name == DATASET_JOB else None
+        job_tags = {"scan2qa/phase": "dataset"} if job_name == DATASET_JOB else SCAN_TAGS if job_name == SCAN_JOB else None
         partitions = scan_partitions if partition_key is not None else None
         defs = dg.Definitions(
             jobs=[dg.define_asset_job(job_name, selection=selection, partitions_def=partitions, tags=job_tags)],

@@ -28,12 +28,10 @@ partition (one asset from its page, a subset, a failed step's retry), the
 assets downstream of what it rebuilt, in that partition only, are requested in
 the tick that first sees it, in one run, so the scan's tables belong together
 again and the next release holds it instead of leaving it out as stale. A
-run's own updates are no trigger: not those of a run whose asset selection
-holds the asset (as ``any_deps_updated``), nor any of a scan job's run, which
-builds every per-scan asset (``SCAN_TAGS``; such a run has no asset selection,
-and its assets' in-progress marks alone let a step that ends during a slow tick
-through: ``partial_rerun_update``); a run that fails on an asset hands it back to whoever retries it (its failure
-counts as handled: a corrupt scan is not retried by automation). So ordinary
+run's own updates are no trigger: none of a run that
+builds every per-scan asset: a scan job's, or a backfill of them all
+(``SCAN_TAGS``, checked per partition: ``partial_rerun_update``); a run that
+fails on an asset hands it back to whoever retries it (its failure counts as handled: a corrupt scan is not retried by automation). So ordinary
 scan runs, even those spanning a tick, lead to no other run. ``will_be_requested``
 never holds from a partitioned asset to an unpartitioned one, so the release
 learns of a heal only once its run exists: the dataset-wide assets wait one tick
@@ -102,21 +100,22 @@ def _upstream(condition: dg.AutomationCondition) -> dg.AutomationCondition:
 
 
 def partial_rerun_update() -> dg.AutomationCondition:
-    """A per-scan table newly updated by a run that did not build every per-scan asset of its partition.
+    """A per-scan table newly updated, not only by runs over every per-scan asset of its partitions.
 
-    Dagster's ``any_deps_updated`` ignores a parent updated by a run whose asset selection holds the child, but a
-    job run over all its assets (``scan_job`` from a sensor, a schedule or the launchpad) has no asset selection,
-    so its parents' updates counted as a partial rerun. Whether the child is still in progress cannot stand in for
-    it: the tick reads updates up to the event it started at, but runs and the status cache as they are when
-    reached, so a child built by the same run during a slow tick (seconds to tens on a loaded Celery deployment)
-    was neither newly updated nor in progress, and was requested again while its run went on. The scan jobs carry
-    ``SCAN_TAGS`` instead: an update from a run with them is never a partial rerun's.
+    Dagster's ``any_deps_updated`` leaves out a parent updated by a run that also targets the child
+    (``executed_with_root_target``, kept here), but it reads the run of the asset's newest materialization of any
+    partition, so with scans built side by side (Celery) it answered no for every other partition; and a job run
+    over all its assets has no asset selection at all. Whether the child is still in progress cannot stand in for it either: the
+    tick reads updates once and statuses later, so a child built by the same run during a slow tick was neither
+    newly updated nor in progress, and was requested again while its run went on. The scan jobs' runs, and the
+    asset backfills of every per-scan asset, carry ``SCAN_TAGS``; ``all_new_updates_have_run_tags`` checks the run
+    of each new materialization, partition by partition.
     """
     return (
         dg.AutomationCondition.newly_updated()
         & ~dg.AutomationCondition.executed_with_root_target()
-        & ~dg.AutomationCondition.executed_with_tags(tag_values=SCAN_TAGS)
-    ).with_label("updated by a run that did not build this asset")
+        & ~dg.AutomationCondition.all_new_updates_have_run_tags(tag_values=SCAN_TAGS)
+    ).with_label("updated by a run that did not build every per-scan asset")
 
 
 def scan_automation() -> dg.AutomationCondition:

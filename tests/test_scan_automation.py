@@ -176,18 +176,21 @@ def test_a_failed_first_build_retried_one_asset_at_a_time_builds_what_it_never_r
 
 
 def test_a_scan_run_whose_step_ends_during_a_slow_tick_requests_nothing_per_scan(ticks, monkeypatch):
-    """The Celery deployment's spurious runs, replayed: a scan job's run has built ``parsed`` and ``cast`` and is in
-    ``videos`` when a tick starts; ``videos`` is built while that tick is evaluated, after the tick has read which
-    tables were updated and before it reads the partition statuses (in progress, failed). That tick saw ``videos``
-    neither updated nor in progress, and ``scan_automation`` requested it while its run went on, until a scan job's
-    updates stopped counting as a partial rerun's."""
+    """The Celery deployment's spurious runs, replayed: a scan job's run of a has built ``parsed`` and ``cast`` and
+    is in ``videos``, while a run of b builds all three; then ``videos`` of a is built while a tick is evaluated,
+    after the tick has read which tables were updated and before it reads the partition statuses (in progress,
+    failed). That tick saw ``videos`` neither updated nor in progress, and ``scan_automation`` requested it while
+    its run went on, until a scan job's updates stopped counting as a partial rerun's, partition by partition
+    (``executed_with_root_target`` and ``executed_with_tags`` read the run of a table's newest materialization of
+    any partition: b's)."""
     reached, go = threading.Event(), threading.Event()
     DURING_VIDEOS.append(lambda: (reached.set(), go.wait(60)))
     outcome: list[bool] = []
     run = threading.Thread(target=lambda: outcome.append(ticks.run("a", job=True)))
     run.start()
     assert reached.wait(60)
-    assert ticks.tick() == {}  # ``videos`` in progress: nothing, and the release waits
+    assert ticks.run("b", job=True)  # another scan built meanwhile: the newest run of each table is not a's
+    assert ticks.tick() == {}  # ``videos`` of a in progress: nothing, and the release waits
 
     load_statuses = AssetStatusCacheValue._blocking_batch_load.__func__
 

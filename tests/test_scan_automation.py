@@ -189,6 +189,7 @@ def test_a_scan_run_whose_step_ends_during_a_slow_tick_requests_nothing_per_scan
     run = threading.Thread(target=lambda: outcome.append(ticks.run("a", job=True)))
     run.start()
     assert reached.wait(60)
+    DURING_VIDEOS.clear()
     assert ticks.run("b", job=True)  # another scan built meanwhile: the newest run of each table is not a's
     assert ticks.tick() == {}  # ``videos`` of a in progress: nothing, and the release waits
 

@@ -135,9 +135,9 @@ def test_a_ui_rerun_of_one_asset_heals_its_partition_and_the_release_holds_it(tm
     env.update({"DAGSTER_HOME": str(home), "SCAN2QA_SCANS": str(scans), "SCAN2QA_OUT": str(out),
                 "SCAN2QA_SENSOR_INTERVAL": str(INTERVAL), "SCAN2QA_WORKERS": "1", "SCAN2QA_THREADS": "1",
                 "GX_ANALYTICS_ENABLED": "false", "PYTHONUNBUFFERED": "1"})
-    subprocess.run([sys.executable, "-m", "pipeline.cli", "synth", "--out", str(scans), "--scenes", str(SCENES),
+    subprocess.run([sys.executable, "-m", "scan2qa", "synth", "--out", str(scans), "--scenes", str(SCENES),
                     "--frames", str(FRAMES), "--seed", "0"], check=True, capture_output=True, cwd=REPO, env=env)
-    built = subprocess.run([sys.executable, "-m", "pipeline.cli", "build"], capture_output=True, text=True,
+    built = subprocess.run([sys.executable, "-m", "scan2qa", "build"], capture_output=True, text=True,
                            cwd=REPO, env=env)
     assert f"summary: {SCENES} ok, 0 failed" in built.stdout, built.stdout[-3000:] + built.stderr[-3000:]
     first = latest_release(out)

@@ -20,11 +20,13 @@ from __future__ import annotations
 import dagster as dg
 
 from assets import frames, membership, pinpoint, qa, release, sampled, scene, table_checks, visibility
+from assets.automation import with_scan_automation
 from assets.catalog import with_config_versions
 from assets.celery import build_celery_jobs
 from assets.batch_rerun import batch_rerun_sensor
 from assets.deployment import default_executor, sensor_scan_job
 from assets.jobs import build_jobs
+from assets.partitions import scan_partitions
 from assets.retention import RETENTION_JOBS, RETENTION_SCHEDULES
 from assets.schedules import weekly_full_rebuild
 from assets.sensors import build_sensors
@@ -32,8 +34,9 @@ from resources.defaults import default_resources
 
 ASSET_MODULES = [scene, frames, visibility, qa, pinpoint, membership, release, sampled, table_checks]
 
-# Code versions cover the run-config fields each asset and its ancestors read (assets.catalog).
-all_assets = with_config_versions(dg.load_assets_from_modules(ASSET_MODULES))
+# Code versions cover the run-config fields each asset and its ancestors read (assets.catalog); per-scan assets
+# follow a partial rerun of their partition (assets.automation).
+all_assets = with_scan_automation(with_config_versions(dg.load_assets_from_modules(ASSET_MODULES)), scan_partitions)
 all_asset_checks = dg.load_asset_checks_from_modules(ASSET_MODULES)
 
 asset_jobs = [*build_jobs(all_assets), *build_celery_jobs(all_assets)]

@@ -16,6 +16,7 @@ from assets.run_policy import dataset_run_tags, scan_run_tags
 
 SCAN_JOB = "scan_job"
 DATASET_JOB = "dataset_job"
+SCAN_TAGS = {"scan2qa/phase": "scan"}  # a run over every per-scan asset: its updates are no partial rerun to heal
 
 
 def _materializable(assets: Sequence[object]) -> list[dg.AssetsDefinition]:
@@ -45,7 +46,7 @@ def build_jobs(
             selection=dg.AssetSelection.assets(*per_scan_keys(assets)),
             partitions_def=scan_partitions,
             executor_def=executor_def or dg.in_process_executor,
-            tags=scan_run_tags(),
+            tags={**SCAN_TAGS, **scan_run_tags()},  # assets.automation.partial_rerun_update
             hooks={retry_run_after_infrastructure_failure},
             description=f"Materialize every per-scan asset for one scan partition{how}.",
         )

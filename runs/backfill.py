@@ -181,10 +181,13 @@ def add_asset_backfill(instance: dg.DagsterInstance, patience: Patience, workspa
     from dagster._core.execution.backfill import PartitionBackfill
     from dagster._core.utils import make_new_backfill_id
 
+    from assets.jobs import SCAN_TAGS  # every per-scan asset: its updates are no partial rerun (assets.automation)
+
     backfill = PartitionBackfill.from_asset_partitions(
         backfill_id=make_new_backfill_id(), asset_graph=workspace.asset_graph, partition_names=keys,
         asset_selection=sorted(node.key for node in per_scan_nodes(workspace)),
-        backfill_timestamp=time.time(), tags=tags, dynamic_partitions_store=instance, all_partitions=False,
+        backfill_timestamp=time.time(), tags={**SCAN_TAGS, **tags}, dynamic_partitions_store=instance,
+        all_partitions=False,
         title=f"scan2qa backfill {tags.get(BATCH_TAG, '')}".strip(), description=None, run_config=None,
     )
 

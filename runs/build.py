@@ -142,14 +142,14 @@ def materialize_quietly(
     the UI can re-execute it (``runs.run_origin``). Returns (success, one-line error); ``details``, a list,
     receives the failed checks' expectations.
     """
-    from assets.jobs import DATASET_JOB, SCAN_JOB
+    from assets.jobs import DATASET_JOB, SCAN_JOB, SCAN_TAGS
     from assets.partitions import scan_partitions
     from runs.run_origin import runs_from_code_location
 
     run_id = str(uuid.uuid4())  # a run id is a UUID4 (what Dagster's own make_new_run_id returns)
     located = job_name in (SCAN_JOB, DATASET_JOB)
     try:
-        job_tags = {"scan2qa/phase": "dataset"} if job_name == DATASET_JOB else None
+        job_tags = {"scan2qa/phase": "dataset"} if job_name == DATASET_JOB else SCAN_TAGS if job_name == SCAN_JOB else None
         partitions = scan_partitions if partition_key is not None else None
         defs = dg.Definitions(
             jobs=[dg.define_asset_job(job_name, selection=selection, partitions_def=partitions, tags=job_tags)],

@@ -82,7 +82,8 @@ def ticks() -> Ticks:
     t.tick()  # the first evaluation only starts the record
     t.build_scan("a")
     t.build_scan("b")
-    assert t.tick() == 1  # both scans built: the dataset asset is requested
+    assert t.tick() == 0  # scans built: the tick that sees it is per-scan automation's (assets.automation) ...
+    assert t.tick() == 1  # ... then the dataset asset is requested
     t.build_dataset()  # ... and that run materializes it
     assert t.tick() == 0  # nothing new since
     return t
@@ -92,11 +93,13 @@ def test_a_scan_rebuilt_while_the_dataset_run_runs_leads_to_another_run(ticks):
     assert ticks.tick() == 0
     ticks.build_scan("a")  # rebuilt after the request, before the dataset run ends
     ticks.build_dataset()
+    assert ticks.tick() == 0  # the scan's tick
     assert ticks.tick() == 1
 
 
 def test_a_verdict_observed_in_the_tick_that_first_sees_the_dataset_run_end_leads_to_a_run(ticks):
     ticks.build_scan("b")
+    assert ticks.tick() == 0
     assert ticks.tick() == 1
     ticks.build_dataset()  # the requested run ends ...
     ticks.observe_verdicts("v1")  # ... and a reviewer's edit is observed before the next tick
@@ -105,6 +108,7 @@ def test_a_verdict_observed_in_the_tick_that_first_sees_the_dataset_run_end_lead
 
 def test_a_change_in_the_tick_after_a_request_is_not_taken_as_handled(ticks):
     ticks.build_scan("b")
+    assert ticks.tick() == 0
     assert ticks.tick() == 1  # requested at this tick; its run has not read its inputs yet
     ticks.observe_verdicts("v2")  # seen in the same tick as that request's reset
     assert ticks.tick() == 1

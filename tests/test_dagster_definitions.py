@@ -111,8 +111,9 @@ def test_definition_modules_import_no_readers(module_name):
 
 def test_every_dataset_wide_asset_follows_upstream_changes_by_automation():
     """No sensor of ours decides when a release is rebuilt: each dataset-wide asset has the automation
-    condition, and the automation sensor (interval from SCAN2QA_SENSOR_INTERVAL) targets them."""
-    from assets.automation import dataset_automation
+    condition, each per-scan asset follows a partial rerun of its partition, and the automation sensor (interval
+    from SCAN2QA_SENSOR_INTERVAL) targets them."""
+    from assets.automation import dataset_automation, scan_automation
     from assets.jobs import dataset_wide_keys
 
     graph = defs.resolve_asset_graph()
@@ -120,7 +121,7 @@ def test_every_dataset_wide_asset_follows_upstream_changes_by_automation():
     for key in dataset_wide_keys(all_assets):
         assert graph.get(key).automation_condition == expected, key
     for key in per_scan_keys(all_assets):
-        assert graph.get(key).automation_condition is None, key
+        assert graph.get(key).automation_condition == scan_automation(), key
     sensor = defs.resolve_sensor_def("dataset_automation")
     assert isinstance(sensor, dg.AutomationConditionSensorDefinition)
     assert {s.name for s in defs.sensors} == {"scan_discovery", "verdicts_watch", "dataset_automation", "rerun_batch_survivors"}

@@ -10,7 +10,7 @@ though an earlier build left its tables behind: its tables may be half from
 the old run and half from the new one, so "keep the last good tables" is not
 offered. For the same reason a scan whose tables all built but do not belong
 together is left out as ``stale``: a table older than one of its inputs (a
-partition's upstream asset rerun alone from the UI), or one built by other code
+partition's upstream asset rerun alone from the UI that automation has not followed yet), or one built by other code
 or config than the code location now defines (a threshold changed since), would
 ship questions that no build of the current code makes.
 """

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from assets.demo_instance import instance_yaml
+from runs.demo_instance import instance_yaml
 from deploy.local_cluster import free_port, stop_process_group
 
 pytestmark = pytest.mark.slow  # a daemon, a webserver and their runs on a SQLite instance: minutes, no cluster

@@ -83,7 +83,7 @@ def test_soft_pins_sort_first_and_no_previous_release_is_no_change():
 def test_the_build_and_the_catalog_say_what_churned_by_cause(tmp_path):
     import json
 
-    from assets.build import release_summary
+    from runs.build import release_summary
     from pipeline.config import Config
     from pipeline.release.churn import churn_record
     from pipeline.release.summary import release_summary_md

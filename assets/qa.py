@@ -106,14 +106,16 @@ def qa(
     config = step_config(context, storage, run_config, __name__)
     drops: list[pl.DataFrame] = []
     pinned = accepted_ids(read_verdicts(config.verdicts_path, config.storage_options))  # accepted: never dropped
-    # The latest release's questions are soft pins (``pipeline.qa.stability``): kept unless a bound forces them out.
-    previous = previous_release(config.releases_root, config.storage_options)
+    # The latest release's questions are soft pins (``pipeline.qa.stability``): kept unless a bound forces them out;
+    # a scan that release left out brings back the questions of the last release that held it.
+    built = built_keys(scan_membership)
+    previous = previous_release(config.releases_root, config.storage_options, keys=built)
     # Candidates arrive unread: thousands of scans' worth is read in batches of whole scans, and only the scans
     # the instance says were built (a failed rerun's partition may still hold its old file). The questions are
     # decided on a few columns and written a batch of scans at a time (``TableFrames``): at 10,000 scans the
     # table is gigabytes.
     with streamed_qa_parts(
-        qa_candidates.only(built_keys(scan_membership)), profiles=question_profiles(config.profiles),
+        qa_candidates.only(built), profiles=question_profiles(config.profiles),
         seed=config.seed, drops=drops, pinned=pinned, letter_key=build_key(config.output_root, config.storage_options),
         previous=previous,
     ) as decided:

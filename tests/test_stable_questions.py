@@ -102,3 +102,33 @@ def test_the_build_and_the_catalog_say_what_churned_by_cause(tmp_path):
     line = "since r-before: 2 of 3 questions kept; 1 gone (a bound forced it out 1); 1 new (scan added 1)"
     assert f"  questions {line}" in release_summary(config)
     assert f"- {line}" in release_summary_md(manifest, 3)
+
+
+def _fake_release(root, version: str, previous: str | None, qa: dict[str, list[str]], dropped: dict[str, list[str]]):
+    """A release folder with just what soft pins read: qa and drop ids per scan, and the churn chain."""
+    import json
+
+    tables = root / version / "tables"
+    tables.mkdir(parents=True)
+    for name, by_key in (("qa", qa), ("qa_distribution_drops", dropped)):
+        rows = [{"id": i, "key": k, "profile": "revsi", "question_type": "room_size"} for k, ids in by_key.items() for i in ids]
+        frame = pl.DataFrame(rows, schema={"id": pl.Utf8, "key": pl.Utf8, "profile": pl.Utf8, "question_type": pl.Utf8})
+        frame.write_parquet(tables / f"{name}.parquet")
+    checks = {"churn": {"previous_release": previous}} if previous else {}
+    (root / version / "manifest.json").write_text(json.dumps({"version": version, "checks": checks}))
+    (root / "LATEST").write_text(version)
+
+
+def test_a_scan_put_back_brings_the_questions_of_the_last_release_that_held_it(tmp_path):
+    """Moved aside and put back: the returning scan's questions are soft pins again, not new ones (and the scans of
+    LATEST keep theirs), found along the manifests' churn chain."""
+    from pipeline.release.churn import older_releases, previous_release
+
+    _fake_release(tmp_path, "r-1", None, {"a": ["a1", "a2"], "b": ["b1", "b2"]}, {"a": ["a9"], "b": ["b9"]})
+    _fake_release(tmp_path, "r-2", "r-1", {"a": ["a1", "a3"]}, {"a": ["a2"]})
+    assert older_releases(str(tmp_path), "r-2") == ["r-1"]
+    latest_only = previous_release(str(tmp_path))
+    assert latest_only.released == {"a1", "a3"} and latest_only.dropped == {"a2"}
+    back = previous_release(str(tmp_path), keys=["a", "b"])
+    assert back.released == {"a1", "a3", "b1", "b2"} and back.dropped == {"a2", "b9"}
+    assert previous_release(str(tmp_path), keys=["a", "c"]) == latest_only  # a scan no release held: nothing to bring

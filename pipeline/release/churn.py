@@ -22,6 +22,9 @@ neither control's record names.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection
+
 import polars as pl
 
 import pyarrow as pa
@@ -193,14 +196,62 @@ def changed_scans(previous_scans: pl.DataFrame | None, scans: pl.DataFrame | Non
     return sorted(both.filter(pl.col("checksum").ne_missing(pl.col("checksum_now")))["key"].to_list())
 
 
-def previous_release(releases_root: str, storage_options: dict | None = None):
-    """The soft pins of the next build's qa step (``pipeline.qa.stability.PreviousRelease``) from the release
-    ``LATEST`` names: its question ids and the ids its control dropped. None on a first build."""
+LOOKBACK_RELEASES = 16  # how far back a scan absent from LATEST is looked for (the churn chain of manifests)
+
+
+def previous_release(releases_root: str, storage_options: dict | None = None, keys: Collection[str] = ()):
+    """The soft pins of the next build's qa step (``pipeline.qa.stability.PreviousRelease``): the question ids the
+    release ``LATEST`` names shipped and those its control dropped. None on a first build.
+
+    A scan of ``keys`` that ``LATEST`` does not hold (moved aside and put back, a failed rerun now healed) takes its
+    ids from the newest earlier release that held it, found along the manifests' churn chain
+    (``checks.churn.previous_release``, at most ``LOOKBACK_RELEASES`` back): the reviewer's work on it comes back
+    with it instead of counting as new.
+    """
     from pipeline.qa.stability import of
 
     found = previous_release_qa(releases_root, storage_options)
     if found is None:
         return None
     version, qa = found
-    dropped = previous_drops(releases_root, version, storage_options)
-    return of(qa["id"].to_list(), [] if dropped is None else dropped["id"].to_list())
+    dropped = previous_drops_by_key(releases_root, version, storage_options)
+    released_ids, dropped_ids = qa["id"].to_list(), [] if dropped is None else dropped["id"].to_list()
+    missing = set(keys) - set(qa["key"].to_list())
+    for older in older_releases(releases_root, version, storage_options):
+        if not missing:
+            break
+        held = released_table(releases_root, older, "qa", ["id", "key"], storage_options)
+        if held is None:
+            continue
+        held = held.filter(pl.col("key").is_in(sorted(missing)))
+        if held.is_empty():
+            continue
+        back = set(held["key"].to_list())
+        released_ids += held["id"].to_list()
+        old_drops = previous_drops_by_key(releases_root, older, storage_options)
+        if old_drops is not None:
+            dropped_ids += old_drops.filter(pl.col("key").is_in(sorted(back)))["id"].to_list()
+        missing -= back
+    return of(released_ids, dropped_ids)
+
+
+def previous_drops_by_key(releases_root: str, version: str, storage_options: dict | None = None) -> pl.DataFrame | None:
+    """The ``qa_distribution_drops`` ids and keys of release ``version``, or None."""
+    return released_table(releases_root, version, "qa_distribution_drops", ["id", "key"], storage_options)
+
+
+def older_releases(releases_root: str, version: str, storage_options: dict | None = None) -> list[str]:
+    """The releases before ``version``, newest first, as each manifest's churn record names its predecessor."""
+    root = storage.upath(releases_root, storage_options)
+    chain: list[str] = []
+    while len(chain) < LOOKBACK_RELEASES:
+        try:
+            with storage.reaching(root / version / "manifest.json"):
+                manifest = json.loads((root / version / "manifest.json").read_text())
+        except (OSError, ValueError):
+            break
+        version = ((manifest.get("checks") or {}).get("churn") or {}).get("previous_release")
+        if not version or version in chain:
+            break
+        chain.append(version)
+    return chain

@@ -56,15 +56,8 @@ def test_an_unleaky_type_loses_nothing():
 
 def test_a_presence_table_is_pruned_to_55_percent_with_its_drops_recorded():
     from pipeline.qa.bias_pruning import prune_table
-    from tests.test_adversary import NAMES, _row
 
-    rng = np.random.default_rng(4)
-    rows = []
-    for scene in range(60):
-        for name in rng.choice(NAMES, size=5, replace=False):
-            truth = "Yes" if name in ("sofa", "chair", "table") else str(rng.choice(["Yes", "No"]))
-            rows.append({**_row(len(rows), scene, "presence", f"Is there a {name} in the scene?", [], truth), "profile": "pinpointqa"})
-    qa = pl.DataFrame(rows)
+    qa = _leaky_presence(seed=4)
     kept, drops = prune_table(qa, seed=0)
     assert 0 < drops.height < qa.height and set(drops["id"]) == set(qa["id"]) - set(kept["id"])
     assert drops["reason"].str.starts_with("the learned blind adversary answered it").all()
@@ -74,17 +67,24 @@ def test_a_presence_table_is_pruned_to_55_percent_with_its_drops_recorded():
 
 def test_a_pinpoint_table_pruned_twice_drops_the_same_rows_and_never_a_pinned_one():
     from pipeline.qa.bias_pruning import prune_table
-    from tests.test_adversary import NAMES, _row
 
-    rng = np.random.default_rng(5)
-    rows = []
-    for scene in range(60):
-        for name in rng.choice(NAMES, size=5, replace=False):
-            truth = "Yes" if name in ("sofa", "chair", "table") else str(rng.choice(["Yes", "No"]))
-            rows.append({**_row(len(rows), scene, "presence", f"Is there a {name} in the scene?", [], truth), "profile": "pinpointqa"})
-    qa = pl.DataFrame(rows)
+    qa = _leaky_presence(seed=5)
     sofas = frozenset(qa.filter(pl.col("question").str.contains("sofa") & (pl.col("ground_truth") == "Yes"))["id"])
     kept, drops = prune_table(qa, seed=0, pinned=sofas)
     again, drops_again = prune_table(qa, seed=0, pinned=sofas)
     assert drops.height > 0 and kept.equals(again) and drops.equals(drops_again)
     assert sofas <= set(kept["id"])
+
+
+def _leaky_presence(seed: int) -> pl.DataFrame:
+    """60 scenes of 5 presence questions; sofa, chair and table are always "Yes" (a prior a blind model learns)."""
+    from tests.test_adversary import NAMES, _row
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for scene in range(60):
+        for name in rng.choice(NAMES, size=5, replace=False):
+            truth = "Yes" if name in ("sofa", "chair", "table") else str(rng.choice(["Yes", "No"]))
+            rows.append({**_row(len(rows), scene, "presence", f"Is there a {name} in the scene?", [], truth),
+                         "profile": "pinpointqa"})
+    return pl.DataFrame(rows)

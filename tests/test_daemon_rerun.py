@@ -18,13 +18,12 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from runs.demo_instance import instance_yaml
+from tests.dagster_ui import graphql, webserver_ready
 from deploy.local_cluster import free_port, stop_process_group
 
 pytestmark = pytest.mark.slow  # a daemon, a webserver and their runs on a SQLite instance: minutes, no cluster
@@ -50,14 +49,6 @@ mutation($params: ExecutionParams!) {
 }
 """
 
-
-def graphql(port: int, query: str, variables: dict | None = None) -> dict:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query, "variables": variables or {}}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=120) as response:
-        return json.loads(response.read())
 
 
 def materialize_from_ui(port: int, asset: str | None, partition: str) -> str:
@@ -168,16 +159,7 @@ def test_a_ui_rerun_of_one_asset_heals_its_partition_and_the_release_holds_it(tm
                 (run.job_name, run.tags) for run in instance.get_runs() if run.run_id not in built_runs]
 
             # 2. visibility of one partition, rebuilt alone from the UI.
-            def ready():
-                try:
-                    data = graphql(port, "{ workspaceOrError { ... on Workspace { locationEntries { "
-                                         "locationOrLoadError { __typename } } } } }")
-                except (urllib.error.URLError, ConnectionError, TimeoutError):
-                    return False
-                entries = data["data"]["workspaceOrError"]["locationEntries"]
-                return bool(entries) and entries[0]["locationOrLoadError"] is not None
-
-            wait_for(ready, "dagster-webserver", 600, processes, tmp_path)
+            wait_for(lambda: webserver_ready(port), "dagster-webserver", 600, processes, tmp_path)
             rerun = materialize_from_ui(port, "visibility", RERUN_KEY)
 
             def finished(run_id):

@@ -4,16 +4,14 @@ webserver's own re-execution mutation launches a child run of it."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.dagster_ui import graphql, webserver_ready
 from deploy.local_cluster import free_port, stop_process_group, wait_until
 
 pytestmark = pytest.mark.cluster  # starts dagster-webserver; CI runs it in the cluster step
@@ -32,14 +30,6 @@ mutation($parent: String!) {
 }
 """
 
-
-def graphql(port: int, query: str, variables: dict | None = None) -> dict:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query, "variables": variables or {}}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.loads(response.read())
 
 
 def test_build_runs_are_runs_of_the_code_location_jobs_and_re_execute(tmp_path, monkeypatch):
@@ -73,16 +63,7 @@ def test_build_runs_are_runs_of_the_code_location_jobs_and_re_execute(tmp_path, 
                                    "127.0.0.1", "-p", str(port)], cwd=REPO, env=env, stdout=handle,
                                   stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        def ready() -> bool:
-            try:
-                data = graphql(port, "{ workspaceOrError { ... on Workspace { locationEntries { "
-                                     "locationOrLoadError { __typename } } } } }")
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                return False
-            entries = data["data"]["workspaceOrError"]["locationEntries"]
-            return bool(entries) and entries[0]["locationOrLoadError"] is not None
-
-        wait_until(ready, "dagster-webserver", 240, log, server)
+        wait_until(lambda: webserver_ready(port), "dagster-webserver", 240, log, server)
         for job in ("scan_job", "dataset_job"):
             answer = graphql(port, REEXECUTE, {"parent": runs[job].run_id})
             launched = answer["data"]["launchRunReexecution"]

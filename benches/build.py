@@ -155,7 +155,7 @@ def build_group(scans_root: Path, out: Path, mode: str) -> dict:
 
     for category in (dg.BetaWarning, dg.PreviewWarning):
         warnings.filterwarnings("ignore", category=category)
-    from runs.build import materialize_quietly
+    from runs.in_process import materialize_quietly
     from assets.definitions import all_assets
     from assets.jobs import dataset_wide_keys
     from runs.scan_pool import ScanRunner

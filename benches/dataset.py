@@ -343,7 +343,7 @@ def measure(out: Path, keys: list[str], config_file: Path) -> dict:
     started = time.time()
     import dagster as dg
 
-    from runs.build import QUIET_RUN_CONFIG, run_failure
+    from runs.in_process import QUIET_RUN_CONFIG, run_failure
     from assets.definitions import all_asset_checks, all_assets
     from assets.jobs import dataset_wide_keys
     from assets.partitions import scan_partitions

@@ -48,7 +48,7 @@ class ScanRunner:
 
     @classmethod
     def open(cls, config: Config, config_file: str, keys: Iterable[str]) -> ScanRunner:
-        from runs.build import open_instance, register_partitions
+        from runs.in_process import open_instance, register_partitions
         from assets.definitions import all_asset_checks, all_assets
         from assets.jobs import per_scan_keys
         from resources.defaults import default_resources
@@ -61,7 +61,7 @@ class ScanRunner:
         return cls([*all_assets, *all_asset_checks], per_scan_keys(all_assets), resources, instance)
 
     def run(self, key: str, uri: str, show_progress: bool = True) -> ScanOutcome:
-        from runs.build import materialize_quietly
+        from runs.in_process import materialize_quietly
         from assets.jobs import SCAN_JOB
         from assets.partitions import FINGERPRINT_TAG, SOURCE_TAG
         from runs.step_lines import listener, print_line

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 import dagster as dg
 
 from pipeline.config import Config
-from pipeline.storage import upath
+from pipeline.storage import reaching, upath
 
 
 def _stale_resolver(instance: dg.DagsterInstance, definitions: list, resources: dict):
@@ -83,7 +83,6 @@ def up_to_date_scans(instance: dg.DagsterInstance, scans: list[tuple[str, str]],
 def dataset_wide_up_to_date(instance: dg.DagsterInstance, definitions: list, resources: dict, config: Config,
                             skipped: list[str]) -> str | None:
     """The latest release's version if the dataset-wide assets need no rebuild (no scan was built now), else None."""
-    from runs.build import latest_release
     from assets.definitions import all_assets
     from assets.jobs import dataset_wide_keys
     from pipeline.scene.scan_notes import read_skipped
@@ -99,4 +98,18 @@ def dataset_wide_up_to_date(instance: dg.DagsterInstance, definitions: list, res
         resolver = _stale_resolver(instance, definitions, resources)
         return version if _fresh(resolver, dataset_wide_keys(all_assets), None) else None
     except Exception:  # noqa: BLE001 - as above
+        return None
+
+
+def latest_release(config: Config) -> str | None:
+    """The version ``LATEST`` names, or None (no release yet, or the root cannot be read).
+
+    An object store that does not answer is ``StorageUnreachable`` naming the output root: asked before any
+    work, so a build into an unreachable bucket stops with that one line.
+    """
+    try:
+        with reaching(config.output_root):
+            pointer = upath(config.releases_root, config.storage_options) / "LATEST"
+            return pointer.read_text().strip() if pointer.exists() else None
+    except OSError:
         return None

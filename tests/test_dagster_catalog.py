@@ -110,7 +110,7 @@ def test_table_checks_decide_in_polars_without_great_expectations():
 def test_a_scan_breaking_a_suite_stops_at_its_own_partition(tmp_path, monkeypatch):
     """frame_samples with two frames at one rank: its check fails, nothing downstream of it runs for that scan."""
     import pipeline.frames.budgets as budgets
-    from runs.build import materialize_quietly
+    from runs.in_process import materialize_quietly
     from assets.frames import frame_samples, scan_videos
     from assets.scene import scene
     from assets.table_checks import frame_samples_expectations

@@ -3,7 +3,7 @@ with scan, file and problem as metadata and the trace below; the readers of run 
 
 import dagster as dg
 
-from runs.build import run_failure
+from runs.in_process import run_failure
 from assets.run_errors import stored_run_failure
 from assets.scene import scene
 from resources.defaults import default_resources

@@ -22,7 +22,8 @@ import pytest
 import assets.frames
 import assets.scene
 import assets.visibility
-from runs.build import build, run_failure
+from runs.build import build
+from runs.in_process import run_failure
 from assets.partitions import SOURCE_TAG
 from pipeline.config import load_config
 from pipeline.scene.discovery import discover_scans

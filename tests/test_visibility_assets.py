@@ -9,7 +9,7 @@ import pytest
 from assets import frames as frame_assets
 from assets import scene as scene_assets
 from assets import visibility as visibility_assets
-from runs.build import materialize_quietly
+from runs.in_process import materialize_quietly
 from pipeline.config import load_config
 from pipeline.frames.budgets import frame_budgets
 from pipeline.storage import read_table, upath

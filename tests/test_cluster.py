@@ -127,6 +127,7 @@ def cluster(tmp_path):
         yield running
 
 
+@pytest.mark.cluster_long  # CI leaves it to make test-cluster-long (time): see pyproject.toml
 def test_backfill_heals_after_a_workers_process_group_is_killed_mid_step(tmp_path, monkeypatch, fault_free,
                                                                          fault_scans):
     import dagster as dg

@@ -47,7 +47,7 @@ from tests.test_daemon_release import (
     wait_for,
 )
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.cluster_long]  # CI leaves it to make test-cluster-long (time)
 
 MESH = "synth0001_00/synth0001_00_vh_clean_2.ply"  # BROKEN's mesh, under the scans root
 

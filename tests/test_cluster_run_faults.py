@@ -52,6 +52,7 @@ def scan_runs(instance):
     return instance.get_runs(filters=dg.RunsFilter(job_name="scan_job_celery"))
 
 
+@pytest.mark.cluster_long  # CI leaves it to make test-cluster-long (time): see pyproject.toml
 def test_backfill_heals_after_the_daemon_is_killed_and_restarted(tmp_path, monkeypatch, fault_free, fault_scans):
     with FaultRun(tmp_path, monkeypatch, fault_free, fault_scans) as run:
         def fault() -> None:
@@ -64,6 +65,7 @@ def test_backfill_heals_after_the_daemon_is_killed_and_restarted(tmp_path, monke
         run.finish("daemon SIGKILLed, restarted 10 s later")
 
 
+@pytest.mark.cluster_long  # CI leaves it to make test-cluster-long (time): see pyproject.toml
 def test_backfill_heals_after_the_daemons_machine_is_lost(tmp_path, monkeypatch, fault_free, fault_scans):
     import dagster as dg
 

@@ -140,6 +140,7 @@ SCANS_PER_RUN = 100
 CREATED_RANGE_RUNS = 10  # ~12 s each: the daemon writes each scan's planned events (~25) one by one
 
 
+@pytest.mark.cluster_long  # CI leaves it to make test-cluster-long (time): see pyproject.toml
 def test_ten_thousand_scans_in_runs_of_a_hundred_are_queued_in_minutes(tmp_path, monkeypatch, capsys):
     """With ``SCAN2QA_SCANS_PER_RUN=100`` (``assets.scan_batches``) the same 10,000 scans are one asset backfill of
     100 runs, each over a range of 100 consecutive scans, no scan in two runs. The test waits for the first

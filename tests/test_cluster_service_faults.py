@@ -29,7 +29,7 @@ import pytest
 
 from tests.cluster_faults import FaultRun
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.cluster_long]  # CI leaves these to make test-cluster-long (time)
 
 REDIS_DOWN_S, POSTGRES_DOWN_S = 20, 15
 

@@ -28,7 +28,7 @@ import pytest
 from runs.demo_instance import instance_yaml
 from deploy.local_cluster import stop_process_group
 
-pytestmark = pytest.mark.cluster  # starts the daemon and its run processes: CI runs it in the cluster step
+pytestmark = [pytest.mark.cluster, pytest.mark.cluster_long]  # the daemon and its runs, minutes: make test-cluster-long
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -116,13 +116,9 @@ def test_build_leaves_out_a_scan_removed_from_the_root_and_takes_it_back(tmp_pat
     shutil.move(tmp_path / "aside", scans / "synth0001_00")
     assert main(build) == 0
     assert "up to date: 2 of 2 scans" in capsys.readouterr().out  # its history came back with its partition
-    assert released() == KEYS[:2]
-    # Its questions came back too (soft pins from the last release that held it): the qa table is the first
-    # release's, byte for byte. The drop record may name other reasons for the same drops (the control's ties
-    # are ordered by what was released before), so the release version is a new one.
-    latest = (out / "releases" / "LATEST").read_text().strip()
-    qa_bytes = [(out / "releases" / v / "tables" / "qa.parquet").read_bytes() for v in (first, latest)]
-    assert qa_bytes[0] == qa_bytes[1]
+    # Its questions came back too (soft pins from the last release that held it, then the history-free choice
+    # wherever that is as stable): the release is the first one again, byte for byte.
+    assert released() == KEYS[:2] and (out / "releases" / "LATEST").read_text().strip() == first
 
 
 def test_worker_processes_remove_no_partition(tmp_path, monkeypatch, capsys):

@@ -70,7 +70,7 @@ from pipeline.qa.constant_bound import keep_under_ceiling
 from pipeline.qa.ids import id_among, unit_draws
 from pipeline.qa.profiles import Profile, TaskRule
 from pipeline.qa.pruning_cost import recorded
-from pipeline.qa.stability import PreviousRelease, preferred_draws, soft_pins, with_preference
+from pipeline.qa.stability import PREFERENCE, PreviousRelease, preferred_draws, soft_pins, with_preference
 from pipeline.scoring.best_constant import best_constant_score
 from pipeline.scoring.metrics import _mode_answer, score_constant_answer
 
@@ -448,6 +448,27 @@ def _prune_all(ordered: pl.DataFrame, profile: Profile, seed: int, pinned, real_
             return
 
 
+def _history_free_if_as_stable(part, rule, seed, pins, soft, keep, reasons) -> tuple[np.ndarray, np.ndarray]:
+    """The group decided as a first build would (no tiers) when that keeps as many soft pins as ``keep``, lets no
+    more of what the previous control dropped back in, and meets every bound ``keep`` meets; else ``keep``.
+
+    Soft pins make a decision depend on the releases before it. Where that history changes nothing that matters
+    (a scan put back whose questions return anyway, a rebuild of the same scans), the group gets a first build's
+    bytes, drop reasons included, so a deployment that went through releases ends where a fresh build of the same
+    scans does.
+    """
+    fresh, fresh_reasons = _decide(part.drop(PREFERENCE), rule, seed, pins)
+    if np.array_equal(fresh, keep):
+        return fresh, fresh_reasons  # the same questions: a first build's reasons for the drops
+    pinned_kept = (lambda mask: 0) if soft is None else (lambda mask: int((soft & mask).sum()))
+    dropped_before = (part[PREFERENCE] == 1).to_numpy()
+    if pinned_kept(fresh) < pinned_kept(keep) or (dropped_before & fresh).sum() > (dropped_before & keep).sum():
+        return keep, reasons  # history-free would churn more: fewer released questions, or more old ones back
+    if not all(f or not k for f, k in zip(_bounds_met(part, rule, fresh), _bounds_met(part, rule, keep))):
+        return keep, reasons
+    return fresh, fresh_reasons
+
+
 def _decide(part: pl.DataFrame, rule: TaskRule, seed: int, pins: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """(keep mask, reasons) of one group under its share, ceiling and blind rules, before pruning."""
     keep, reason = control_group(part, rule, seed, pins)
@@ -528,6 +549,8 @@ def control_distribution(
             held, held_reasons = _decide(part, rule, seed, soft if pins is None else pins | soft)
             if all(h or not p for h, p in zip(_bounds_met(part, rule, held), _bounds_met(part, rule, keep))):
                 keep, reasons = held, held_reasons
+        if PREFERENCE in part.columns:
+            keep, reasons = _history_free_if_as_stable(part, rule, seed, pins, soft, keep, reasons)
         decided.append((keep, reasons))
         dropped_rows += part["_row"].filter(pl.Series(~keep)).to_list()
     if pruning:

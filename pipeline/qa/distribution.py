@@ -460,9 +460,11 @@ def _history_free_if_as_stable(part, rule, seed, pins, soft, keep, reasons) -> t
     fresh, fresh_reasons = _decide(part.drop(PREFERENCE), rule, seed, pins)
     if np.array_equal(fresh, keep):
         return fresh, fresh_reasons  # the same questions: a first build's reasons for the drops
-    pinned_kept = (lambda mask: 0) if soft is None else (lambda mask: int((soft & mask).sum()))
+    released = np.zeros(part.height, dtype=bool) if soft is None else soft
     dropped_before = (part[PREFERENCE] == 1).to_numpy()
-    if pinned_kept(fresh) < pinned_kept(keep) or (dropped_before & fresh).sum() > (dropped_before & keep).sum():
+    fewer_released = (released & fresh).sum() < (released & keep).sum()
+    more_back = (dropped_before & fresh).sum() > (dropped_before & keep).sum()
+    if fewer_released or more_back:
         return keep, reasons  # history-free would churn more: fewer released questions, or more old ones back
     if not all(f or not k for f, k in zip(_bounds_met(part, rule, fresh), _bounds_met(part, rule, keep))):
         return keep, reasons

@@ -184,8 +184,8 @@ def released_table(
 
 
 def previous_drops(releases_root: str, version: str, storage_options: dict | None = None) -> pl.DataFrame | None:
-    """The ``qa_distribution_drops`` ids of release ``version`` (what its control left out), or None."""
-    return released_table(releases_root, version, "qa_distribution_drops", ["id"], storage_options)
+    """The ``qa_distribution_drops`` ids and scan keys of release ``version`` (what its control left out), or None."""
+    return released_table(releases_root, version, "qa_distribution_drops", ["id", "key"], storage_options)
 
 
 def changed_scans(previous_scans: pl.DataFrame | None, scans: pl.DataFrame | None) -> list[str] | None:
@@ -214,7 +214,7 @@ def previous_release(releases_root: str, storage_options: dict | None = None, ke
     if found is None:
         return None
     version, qa = found
-    dropped = previous_drops_by_key(releases_root, version, storage_options)
+    dropped = previous_drops(releases_root, version, storage_options)
     released_ids, dropped_ids = qa["id"].to_list(), [] if dropped is None else dropped["id"].to_list()
     missing = set(keys) - set(qa["key"].to_list())
     for older in older_releases(releases_root, version, storage_options):
@@ -228,16 +228,11 @@ def previous_release(releases_root: str, storage_options: dict | None = None, ke
             continue
         back = set(held["key"].to_list())
         released_ids += held["id"].to_list()
-        old_drops = previous_drops_by_key(releases_root, older, storage_options)
+        old_drops = previous_drops(releases_root, older, storage_options)
         if old_drops is not None:
             dropped_ids += old_drops.filter(pl.col("key").is_in(sorted(back)))["id"].to_list()
         missing -= back
     return of(released_ids, dropped_ids)
-
-
-def previous_drops_by_key(releases_root: str, version: str, storage_options: dict | None = None) -> pl.DataFrame | None:
-    """The ``qa_distribution_drops`` ids and keys of release ``version``, or None."""
-    return released_table(releases_root, version, "qa_distribution_drops", ["id", "key"], storage_options)
 
 
 def older_releases(releases_root: str, version: str, storage_options: dict | None = None) -> list[str]:

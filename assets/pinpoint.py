@@ -171,19 +171,19 @@ def pinpoint_qa(
     config = step_config(context, storage, run_config, __name__)
     keys = built_keys(scan_membership)
     candidates = pinpoint_qa_candidates.only(keys).read()
-    # Presence negatives are drawn over the benchmark, within each split: a label is asked "No" as often as "Yes",
-    # in scenes that lack it (pipeline/pinpoint/presence.py); "absent" is judged against every object label of a
-    # scene. The draw fixes the scenes' splits first.
+    # Presence is drawn over the benchmark, within each split: each positive is matched with a scene that lacks its
+    # label and one of the two is asked, the side drawn with the letter key (pipeline/pinpoint/presence.py);
+    # "absent" is judged against every object label of a scene. The draw fixes the scenes' splits first.
     labels = objects.only(keys).read(["key", "raw_label"]).group_by("key").agg(pl.col("raw_label"))
+    key = build_key(config.output_root, config.storage_options)  # secret: ids and seed ship with the release
     candidates, scene_splits = draw_presence_per_split(
         candidates, dict(zip(labels["key"].to_list(), labels["raw_label"].to_list())), config.seed,
-        pinpoint_config(config),
+        pinpoint_config(config), key,
     )
     # The last selection, as in the qa step: what the learned blind adversary answers goes, reviewer-accepted
     # questions never do; letters are balanced on what is left.
     pinned = frozenset(accepted_ids(read_verdicts(config.verdicts_path, config.storage_options)))
     candidates, drops = prune_table(candidates, seed=config.seed, pinned=pinned)
-    key = build_key(config.output_root, config.storage_options)  # secret: ids and seed ship with the release
     balanced = balance_letters(candidates, seed=config.seed, letters="ABCD", letter_key=key)
     table = with_splits(balanced, pinpoint_config(config), previous=scene_splits)
     table = table.sort(["key", "budget", "question_type", "id"])

@@ -48,22 +48,46 @@ def _drawn(seed: int = 0):
     return candidates, labels, tpv
 
 
-def test_each_label_and_each_scene_budget_is_half_yes():
+def test_one_question_per_matched_pair_half_yes_in_every_budget():
     candidates, labels, tpv = _drawn()
     geo = [json.loads(g) for g in tpv["geometry"]]
-    # Nearly as many positives kept as category balance allows (a label keeps at most as many scenes as lack it);
-    # the draw offers each label a seeded shortlist of hosts, which costs 1 of 104 here.
+    # Nearly as many positives matched as category balance allows (a label keeps at most as many scenes as lack
+    # it); the draw offers each label a seeded shortlist of hosts, which costs 1 of 104 here. Each matched pair
+    # is asked once, on one side.
     offered = {(r["key"], json.loads(r["geometry"])["label"]) for r in candidates.filter(pl.col("question_type") == "presence").iter_rows(named=True)}
-    kept = {(k, g["label"]) for k, g, a in zip(tpv["key"], geo, tpv["ground_truth"]) if a == "Yes"}
+    asked = {(k, g["label"]) for k, g in zip(tpv["key"], geo)}
     lacking = Counter(label for key in labels for label in absent_labels(labels[key]))
     per_label = Counter(label for _, label in offered)
-    assert len(kept) >= 0.97 * sum(min(n, lacking[label]) for label, n in per_label.items())
-    per_label = Counter((g["label"], r) for g, r in zip(geo, tpv["ground_truth"]))
-    for label in {g["label"] for g in geo}:
-        assert per_label[(label, "Yes")] == per_label[(label, "No")] > 0
-    per_scene = tpv.group_by("key", "budget").agg((pl.col("ground_truth") == "Yes").sum().alias("yes"), pl.len())
-    assert (per_scene["len"] == 2 * per_scene["yes"]).all()
+    assert len(asked) >= 0.97 * sum(min(n, lacking[label]) for label, n in per_label.items())
+    # Every budget is half "Yes": each budget pattern's pairs are split evenly (an odd one over, either way).
+    patterns = Counter(tuple(sorted(b)) for b in tpv.group_by("key", "question").agg("budget")["budget"].to_list())
+    for budget, part in tpv.group_by("budget"):
+        yes = int((part["ground_truth"] == "Yes").sum())
+        assert abs(yes - (part.height - yes)) <= sum(1 for p in patterns if budget[0] in p), (budget, yes, part.height)
     assert EVERYWHERE not in {g["label"] for g in geo}  # absent nowhere: never asked
+
+
+def test_a_labels_answers_are_not_balanced_exactly():
+    """Exact per-label balance is a pattern cross-validation inverts (a held-out "Yes" leaves the label's "No" in
+    the training folds): a label's answers are independent draws instead, balanced only in expectation."""
+    _, _, tpv = _drawn()
+    answers = Counter((json.loads(g)["label"], a) for g, a in zip(tpv["geometry"], tpv["ground_truth"]))
+    labels = {label for label, _ in answers}
+    assert any(answers[(label, "Yes")] != answers[(label, "No")] for label in labels)
+    assert sum(answers[(label, "Yes")] > 0 and answers[(label, "No")] > 0 for label in labels) >= len(labels) // 3
+
+
+def test_the_side_asked_is_drawn_with_the_letter_key():
+    from pipeline.qa.letter_key import LetterKey
+
+    candidates, labels = _benchmark(0)
+    positives = candidates.filter(pl.col("question_type") == "presence")
+    one = draw_presence(positives, labels, seed=0, key=LetterKey(b"\x01" * 32))
+    other = draw_presence(positives, labels, seed=0, key=LetterKey(b"\x02" * 32))
+    assert one.equals(draw_presence(positives, labels, seed=0, key=LetterKey(b"\x01" * 32)))
+    assert set(one["id"]) != set(other["id"])
+    pairs = lambda t: {(json.loads(g)["label"]) for g in t["geometry"]}  # noqa: E731
+    assert pairs(one) == pairs(other)  # the same pairs, other sides
 
 
 def test_negatives_are_absent_from_their_scene_and_seeded():
@@ -88,7 +112,7 @@ def test_blind_predictors_stay_at_chance():
     candidates, labels, tpv = _drawn()
     qa = pl.concat([candidates.filter(pl.col("question_type") != "presence"), tpv])
     figures = blind_figures(qa)
-    assert figures["yes_share"] == 50.0
+    assert abs(figures["yes_share"] - 50.0) <= 1.0
     for name in ("category_prior", "mentioned", "both", "frequency"):
         assert figures[name] <= 55.0, (name, figures)
     # The per-scan positives alone, balanced the old way (negatives from any absent label), are answerable blind.
@@ -104,8 +128,8 @@ def test_blind_predictors_stay_at_chance():
     assert before["category_prior"] > 60.0
 
 
-def test_each_split_is_balanced_on_its_own():
-    """Train answers must not give away val/test ones: every label is half "Yes" inside every split."""
+def test_each_split_is_drawn_on_its_own():
+    """No pair spans two splits, and every split is half "Yes"."""
     from pipeline.pinpoint.presence import draw_presence_per_split
     from pipeline.pinpoint.splits import with_splits
 
@@ -115,7 +139,7 @@ def test_each_split_is_balanced_on_its_own():
     assert dict(zip(table["key"], table["split"])) == {k: mapping[k] for k in table["key"]}
     tpv = table.filter(pl.col("question_type") == "presence")
     assert set(tpv["split"]) == {"train", "val", "test"}
-    counts = Counter((s, json.loads(g)["label"], a) for s, g, a in zip(tpv["split"], tpv["geometry"], tpv["ground_truth"]))
-    for (split, label, answer), n in counts.items():
-        assert counts[(split, label, "No" if answer == "Yes" else "Yes")] == n
+    for (split,), part in tpv.group_by("split"):
+        share = float((part["ground_truth"] == "Yes").mean())
+        assert 0.4 <= share <= 0.6, (split, share, part.height)
     assert table.filter(pl.col("question_type") != "presence").height == candidates.filter(pl.col("question_type") != "presence").height

@@ -9,16 +9,27 @@ away). The rules here remove all three:
   positive must not be named either. Positives are small-vocabulary labels of the scene that no other question of
   the scene shows a model (question text and options, any profile, any budget) names, word-wise with plurals and
   synonyms (``named_labels``). The per-scan step reserves such labels for presence (``questions``).
-* **Category and frequency**: every label asked "Yes" somewhere is asked "No" exactly as often, in scenes where no
-  object's label or category overlaps it (``absent_labels``). This is a dataset-wide draw
-  (``draw_presence``, run by the ``pinpoint_qa`` step): a label nobody has is never asked, a label everybody has
-  loses the positives no scene can match. A label's answer rate is then 1/2 whatever its frequency.
-* **Per scene and budget**: each scene gets as many negatives as it keeps positives, in the same budgets, so the
-  number of presence questions of a scene-budget says nothing and every scan-budget stays 50/50 (SPEC §5).
-* **Per split**: the draw is made within each scene-level split (``draw_presence_per_split``), so the released
-  train answers say nothing about a label's val/test answers.
+* **Category and frequency**: every label asked somewhere is asked "Yes" as often as "No" in expectation, and
+  each of its answers is a draw of its own. The draw (``draw_presence``, run by the ``pinpoint_qa`` step) matches
+  each positive with a negative of the same label, in a scene where no object's label or category overlaps it
+  (``absent_labels``), and asks one side of each pair, chosen at random. A label nobody has is never asked, a
+  label everybody has loses the positives no scene can match.
+* **No balance a held-out fold can invert**: asking both sides of every pair balanced each label exactly, and
+  exact balance is itself a pattern. Cross-validated by scene (the learned adversary, SPEC §6), holding out a
+  scene where a label is "Yes" leaves its "No" in the training folds; the training prior of the label is then
+  the opposite of the held-out answer, a nested model learns to invert it, and on 20 synthetic scans it answered
+  58-70% (its category prior 35-44%). With one side per pair, a label's answers are independent draws and no
+  fold says anything about another: 34-51% on the same scans, the category prior 47-61% (about 50 questions a
+  budget, one standard error 7 points).
+* **Scenes**: the program keeps as many negatives in a scene as positives, so a scene's expected share of
+  "Yes" is one half whatever it holds; the side of each pair is drawn so that every budget pattern of a split is
+  half "Yes" (an odd number of pairs leaves one over, on a drawn side).
+* **Keyed**: the side is drawn from the release's letter key when the step has one (``pipeline.qa.letter_key``):
+  the seed ships with the release, the key does not.
+* **Per split**: the draw is made within each scene-level split (``draw_presence_per_split``), so no pair
+  spans two splits.
 
-The draw keeps as many positives as can be matched: a maximum circulation over positives (scene -> label) and
+The matching keeps as many positives as can be matched: a maximum circulation over positives (scene -> label) and
 candidate negatives (label -> a scene that lacks it, from a seeded shortlist of ``OFFER_PER_POSITIVE`` scenes per
 positive), one linear program whose vertex solutions are integral (network matrix), seeded costs in the last
 digits choosing among equally large draws. Positives are grouped by
@@ -40,6 +51,7 @@ from scipy.optimize import linprog
 from pipeline import schemas
 from pipeline.pinpoint import templates as T
 from pipeline.pinpoint.rows import question_row
+from pipeline.qa.letter_key import LetterKey
 from pipeline.seeding import stable_int
 from pipeline.vocab import SMALL_OBJECT_LABELS, SMALL_OBJECT_SYNONYMS, normalize_label, small_object_category
 
@@ -177,11 +189,46 @@ def _match_pattern(
     return kept, drawn
 
 
-def draw_presence(positives: pl.DataFrame, scene_labels: Mapping[str, Iterable[str]], seed: int) -> pl.DataFrame:
-    """The released TPV rows: the positives that can be matched, and one negative per positive (see module doc).
+def _pairs(kept: list[tuple[str, str]], drawn: list[tuple[str, str]], seed: int, tag: str) -> list[tuple[str, str, str]]:
+    """(label, scene where it is, scene where it is not) pairs of one pattern's draw, matched per label in a
+    seeded order: the program's per-label balance makes the two lists of every label equally long."""
+    yes: dict[str, list[str]] = defaultdict(list)
+    no: dict[str, list[str]] = defaultdict(list)
+    for key, label in kept:
+        yes[label].append(key)
+    for key, label in drawn:
+        no[label].append(key)
+    pairs = []
+    for label in sorted(yes):
+        order = (lambda key, label=label: (stable_int("tpv-pair", seed, tag, label, key), key))
+        pairs += [(label, a, b) for a, b in zip(sorted(yes[label], key=order), sorted(no[label], key=order))]
+    return pairs
+
+
+def _sides(pairs: list[tuple[str, str, str]], seed: int, tag: str, key: LetterKey | None) -> list[bool]:
+    """For each pair, whether its "Yes" side is asked: half the pairs of a pattern (an odd count's extra pair
+    either way), which half being a keyed draw (the letter key when given: the seed ships with the release)."""
+    names = [f"{tag}\x1f{label}\x1f{a}\x1f{b}" for label, a, b in pairs]
+    if key is not None:
+        draws = key.ints(seed, "presence/side", names)
+    else:
+        draws = [stable_int("tpv-side", seed, name) for name in names]
+    ranked = sorted(range(len(pairs)), key=lambda j: (draws[j], names[j]))
+    first = bool(draws[ranked[0]] & 1) if ranked else True  # which side an odd count's extra pair takes
+    asked_yes = [False] * len(pairs)
+    for rank, j in enumerate(ranked):
+        asked_yes[j] = (rank % 2 == 0) == first
+    return asked_yes
+
+
+def draw_presence(
+    positives: pl.DataFrame, scene_labels: Mapping[str, Iterable[str]], seed: int, key: LetterKey | None = None
+) -> pl.DataFrame:
+    """The released TPV rows: one question per matched (positive, negative) pair, its side drawn (module doc).
 
     ``positives`` are the per-scan steps' "Yes" rows (every budget); ``scene_labels`` every object label of
-    every scene of the benchmark (what "absent" is judged against).
+    every scene of the benchmark (what "absent" is judged against); ``key`` the release's letter key, which
+    draws the sides (without it, the seed does).
     """
     if positives.is_empty():
         return schemas.empty("qa_candidates")
@@ -192,39 +239,43 @@ def draw_presence(positives: pl.DataFrame, scene_labels: Mapping[str, Iterable[s
         item = (row["key"], geo["label"])
         budgets[item].add(row["budget"])
         rows_of[item].append(row)
-    absent = {key: set(absent_labels(labels)) for key, labels in scene_labels.items()}
+    absent = {scene: set(absent_labels(labels)) for scene, labels in scene_labels.items()}
     by_pattern: dict[tuple[str, ...], list[tuple[str, str]]] = defaultdict(list)
     for item, bs in budgets.items():
         by_pattern[tuple(sorted(bs))].append(item)
     taken: set[tuple[str, str]] = set()
     out: list[dict] = []
     for pattern in sorted(by_pattern, key=lambda p: (-len(p), p)):
-        kept, negatives = _match_pattern(by_pattern[pattern], absent, taken, seed, "|".join(pattern))
+        tag = "|".join(pattern)
+        kept, negatives = _match_pattern(by_pattern[pattern], absent, taken, seed, tag)
         taken |= set(negatives)
-        for item in kept:
-            out += rows_of[item]
-        out += [presence_row(key, b, label, False) for key, label in negatives for b in pattern]
+        pairs = _pairs(kept, negatives, seed, tag)
+        for (label, there, not_there), yes in zip(pairs, _sides(pairs, seed, tag, key)):
+            if yes:
+                out += rows_of[(there, label)]
+            else:
+                out += [presence_row(not_there, b, label, False) for b in pattern]
     frame = schemas.from_rows("qa_candidates", out)
     return frame.sort(["key", "budget", "id"])
 
 
 def draw_presence_per_split(
-    candidates: pl.DataFrame, scene_labels: Mapping[str, Iterable[str]], seed: int, config=None
+    candidates: pl.DataFrame, scene_labels: Mapping[str, Iterable[str]], seed: int, config=None,
+    key: LetterKey | None = None,
 ) -> tuple[pl.DataFrame, dict[str, str]]:
     """The candidates with their presence rows drawn, and the scene splits the draw was made within.
 
-    Balanced over the whole benchmark only, a label's answers in the released train split would give away its
-    answers in val and test (they make up the difference); so scenes are split first, counting each positive
-    twice (it brings a negative), and every split is drawn on its own: train, val and test are each half "Yes"
-    per label and per scene-budget. Pass the mapping to ``splits.with_splits`` as ``previous``.
+    Scenes are split first (each positive counted once: it brings one question, in its scene or in the scene
+    of its negative) and every split is drawn on its own, so no pair crosses splits and every split is half
+    "Yes". Pass the mapping to ``splits.with_splits`` as ``previous``.
     """
     from pipeline.pinpoint.splits import SPLITS, assign_splits, scene_task_counts
 
     positives = candidates.filter(pl.col("question_type") == PRESENCE)
-    mapping = assign_splits(scene_task_counts(pl.concat([candidates, positives])), config)
+    mapping = assign_splits(scene_task_counts(candidates), config)
     drawn = [
         draw_presence(positives.filter(pl.col("key").is_in([k for k, s in mapping.items() if s == split])),
-                      scene_labels, seed)
+                      scene_labels, seed, key)
         for split in SPLITS
     ]
     return pl.concat([candidates.filter(pl.col("question_type") != PRESENCE), *drawn]), mapping

@@ -19,12 +19,12 @@ constant answer, a per-text rate); the learned adversary
 
 A type is never cut below ``floor_size`` questions, where the 95% interval of
 a score is ``WIDE_CI`` (20 points) wide: a type pruned that far cannot rank
-models either. A type that starts near or under that size (presence on 20 scans:
-about 50 questions a budget) may still lose ``SMALL_TYPE_SHARE`` of its questions: left
+models either. A type that starts smaller than that (presence on 20 scans: about
+50 questions a budget) may still lose ``SMALL_TYPE_SHARE`` of its questions: left
 unpruned, its blind score is whatever its few questions happen to give (one
 standard error of 7 points at 50), and a bound that holds only by chance is no
-bound. Under ``SMALLEST_PRUNED`` questions a type is not pruned at all. Past its
-floor pruning stops and the drop record says the bound was not met. Each drop is recorded with its round ("the learned blind adversary
+bound. Past its floor pruning stops and the drop record says the bound was not
+met. Each drop is recorded with its round ("the learned blind adversary
 answered it (round 3)"). The scene context is the profile and budget's
 questions handed to the control (before any drop), fixed for all rounds: the
 same input always gives the same rounds.
@@ -51,9 +51,6 @@ ROUND_SHARE = 0.05
 MAX_ROUNDS = 40
 WIDE_CI = 0.20
 SMALL_TYPE_SHARE = 0.25  # the most pruning takes of a type smaller than the interval floor allows
-# Under this many questions one question moves a score by more than half the 5-point margin: pruning would chase
-# the noise of a few questions (route planning on 20 scans: 13 questions, pruned to 10, then 40% after letters).
-SMALLEST_PRUNED = 40
 # Pruning aims this far under the bound: the released table is read with its letters placed and the other types
 # pruned, and there the held-out scores moved by up to 0.4 points on revsi's 288 scenes (40.1 -> 40.4).
 PRUNE_SLACK = 0.01
@@ -61,14 +58,11 @@ PRUNED_VARIANTS = ("adversary", "adversary_context", "category_prior")  # all th
 
 
 def floor_size(kind: str, chance: float, size: int | None = None) -> int:
-    """The smallest n whose 95% interval (at chance; numbers: the widest, p = 1/2) is ``WIDE_CI`` wide; a type of
-    ``size`` questions may always lose ``SMALL_TYPE_SHARE`` of them (no floor jumps from one size to the next),
-    one under ``SMALLEST_PRUNED`` none."""
+    """The smallest n whose 95% interval (at chance; numbers: the widest, p = 1/2) is ``WIDE_CI`` wide; for a
+    type of ``size`` questions, no more than ``SMALL_TYPE_SHARE`` of them below that size."""
     p = 0.5 if kind in ("nq", "yesno") else chance
     floor = math.ceil((2 * 1.96 / WIDE_CI) ** 2 * p * (1 - p))
-    if size is None:
-        return floor
-    return size if size < SMALLEST_PRUNED else min(floor, math.ceil((1.0 - SMALL_TYPE_SHARE) * size))
+    return floor if size is None else min(floor, math.ceil((1.0 - SMALL_TYPE_SHARE) * size))
 
 
 def round_share(scores: dict, over: list[str], bound: float) -> float:

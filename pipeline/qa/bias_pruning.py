@@ -19,11 +19,7 @@ constant answer, a per-text rate); the learned adversary
 
 A type is never cut below ``floor_size`` questions, where the 95% interval of
 a score is ``WIDE_CI`` (20 points) wide: a type pruned that far cannot rank
-models either. A type that starts smaller than that (presence on 20 scans: about
-50 questions a budget) may still lose ``SMALL_TYPE_SHARE`` of its questions: left
-unpruned, its blind score is whatever its few questions happen to give (one
-standard error of 7 points at 50), and a bound that holds only by chance is no
-bound. Past its floor pruning stops and the drop record says the bound was not
+models either. There pruning stops and the drop record says the bound was not
 met. Each drop is recorded with its round ("the learned blind adversary
 answered it (round 3)"). The scene context is the profile and budget's
 questions handed to the control (before any drop), fixed for all rounds: the
@@ -50,19 +46,16 @@ PRESENCE_BOUND = 0.55
 ROUND_SHARE = 0.05
 MAX_ROUNDS = 40
 WIDE_CI = 0.20
-SMALL_TYPE_SHARE = 0.25  # the most pruning takes of a type smaller than the interval floor allows
 # Pruning aims this far under the bound: the released table is read with its letters placed and the other types
 # pruned, and there the held-out scores moved by up to 0.4 points on revsi's 288 scenes (40.1 -> 40.4).
 PRUNE_SLACK = 0.01
 PRUNED_VARIANTS = ("adversary", "adversary_context", "category_prior")  # all three are published; all three are held
 
 
-def floor_size(kind: str, chance: float, size: int | None = None) -> int:
-    """The smallest n whose 95% interval (at chance; numbers: the widest, p = 1/2) is ``WIDE_CI`` wide; for a
-    type of ``size`` questions, no more than ``SMALL_TYPE_SHARE`` of them below that size."""
+def floor_size(kind: str, chance: float) -> int:
+    """The smallest n whose 95% interval (at chance; numbers: the widest, p = 1/2) is ``WIDE_CI`` wide."""
     p = 0.5 if kind in ("nq", "yesno") else chance
-    floor = math.ceil((2 * 1.96 / WIDE_CI) ** 2 * p * (1 - p))
-    return floor if size is None else min(floor, math.ceil((1.0 - SMALL_TYPE_SHARE) * size))
+    return math.ceil((2 * 1.96 / WIDE_CI) ** 2 * p * (1 - p))
 
 
 def round_share(scores: dict, over: list[str], bound: float) -> float:
@@ -122,7 +115,7 @@ def prune_group(
     while True:
         chance = metrics.chance_of_choices(option_counts, np.flatnonzero(keep)) if group.kind == "mcq" else 0.5
         bound = adversary_bound(group.kind, settings, chance)
-        floor = floor_size(group.kind, chance, part.height)
+        floor = floor_size(group.kind, chance)
         answers = group.held_out(keep, PRUNED_VARIANTS)
         scores = group_score(answers)
         summary.update(after=scores, bound=bound, floor=floor)

@@ -19,8 +19,8 @@ away). The rules here remove all three:
   scene where a label is "Yes" leaves its "No" in the training folds; the training prior of the label is then
   the opposite of the held-out answer, a nested model learns to invert it, and on 20 synthetic scans it answered
   58-70% (its category prior 35-44%). With one side per pair, a label's answers are independent draws and no
-  fold says anything about another: 34-51% on the same scans, the category prior 47-61% (about 50 questions a
-  budget, one standard error 7 points).
+  fold says anything about another: on the same scans 28-42% without the scene's other questions, 26-48% with
+  them, the category prior 44-48% (46-50 questions a budget, one standard error 7 points).
 * **Scenes**: the program keeps as many negatives in a scene as positives, so a scene's expected share of
   "Yes" is one half whatever it holds; the side of each pair is drawn so that every budget pattern of a split is
   half "Yes" (an odd number of pairs leaves one over, on a drawn side).

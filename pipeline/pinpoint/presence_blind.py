@@ -13,9 +13,9 @@ its own answers):
 * ``frequency``: the majority of the other folds' questions whose label is as common in the benchmark (quartile of
   its number of presence questions).
 
-The bound (issue 37, SPEC §6) is 55% for each, against 50% chance. Exact per-label balance can push the
-cross-validated priors below 50%: holding a scene out leaves its labels' other answer in the majority, a pull no
-model can learn from the training folds.
+The bound (issue 37, SPEC §6) is 55% for each, against 50% chance. A label's answers are independent draws
+(``presence``: one side of each matched pair is asked), so these priors sit at chance up to the noise of a few
+questions per label; the learned adversary (``pipeline.scoring.adversary``) is the stronger test.
 """
 
 from __future__ import annotations

@@ -75,13 +75,17 @@ def assert_matches_local_build(cluster: LocalCluster, tmp_path: Path, history: S
     # send this build into the bucket on Celery; only the S3 credentials are kept.
     env = {k: v for k, v in cluster.environment().items()
            if not k.startswith(("DAGSTER_", "SCAN2QA_")) or k == "SCAN2QA_LETTER_KEY"}  # the same letters
-    for change in (None, *history):
-        if change is not None:
-            change()
+
+    def build_locally() -> None:
         build = scan2qa("build", "--config", str(config), "--workers", "2", env=env)
         printed, _ = build.communicate(timeout=1800)  # 9 min seen beside a running cluster on a loaded machine
         assert build.returncode == 0, f"scan2qa build exited {build.returncode}:\n{printed}"
         assert str(local) in printed, f"the local build did not write under {local}:\n{printed}"
+
+    build_locally()
+    for change in history:
+        change()
+        build_locally()
     bucket = upath(cluster.uri("out"), cluster.storage_options)
     bucket.fs.invalidate_cache()
     remote = digests(bucket.fs, f"{cluster.bucket}/out/tables")

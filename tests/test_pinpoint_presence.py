@@ -86,8 +86,8 @@ def test_the_side_asked_is_drawn_with_the_letter_key():
     other = draw_presence(positives, labels, seed=0, key=LetterKey(b"\x02" * 32))
     assert one.equals(draw_presence(positives, labels, seed=0, key=LetterKey(b"\x01" * 32)))
     assert set(one["id"]) != set(other["id"])
-    pairs = lambda t: {(json.loads(g)["label"]) for g in t["geometry"]}  # noqa: E731
-    assert pairs(one) == pairs(other)  # the same pairs, other sides
+    labels_asked = lambda t: {json.loads(g)["label"] for g in t["geometry"]}  # noqa: E731
+    assert labels_asked(one) == labels_asked(other)  # the same pairs (one question each), other sides
 
 
 def test_negatives_are_absent_from_their_scene_and_seeded():

@@ -98,6 +98,7 @@ class BuildReport:
     skipped: list[str] = field(default_factory=list)  # folders under the scans root not taken, and why
     up_to_date: list[str] = field(default_factory=list)  # keys in ``ok`` not built again (``runs.up_to_date``)
     release_up_to_date: str | None = None  # the latest release, when the dataset-wide assets were not built again
+    left_out: dict[str, str] = field(default_factory=dict)  # keys in ``ok`` the release still left out -> why
 
 
 def generate_demo_scans(config: Config) -> str | None:
@@ -336,6 +337,33 @@ def _build_in(instance, report, scans, definitions, resources, config, config_fi
             print(f"dataset-wide ({names}) ... FAILED: {error}", flush=True)
             for line in details:
                 print(f"  {line}", flush=True)
+    if report.release_up_to_date is not None or (dataset_wide and dataset_selection and report.ok
+                                                  and report.dataset_wide_error is None):
+        report.left_out = left_out_of_release(config, report.ok)
+
+
+def left_out_of_release(config: Config, built: list[str]) -> dict[str, str]:
+    """Scans this build counts as built that the latest release nevertheless left out, and why (its manifest's
+    ``checks.excluded_scans``).
+
+    The release decides from the instance's record, not from this build's runs: a scan built by other code than
+    the release's (the code or config on disk changed while the build ran, and worker processes loaded the new one),
+    or one a run elsewhere was rebuilding at the time, is left out as stale or in progress. Such a build made a
+    partial release, and must not say it succeeded.
+    """
+    import json
+
+    version = latest_release(config)
+    if version is None:
+        return {}
+    manifest = upath(config.releases_root, config.storage_options) / version / "manifest.json"
+    try:
+        excluded = json.loads(manifest.read_text()).get("checks", {}).get("excluded_scans") or {}
+    except (OSError, ValueError):
+        return {}
+    wanted = set(built)
+    return {entry["key"]: f"{entry['state']}: {entry['error']}" for entry in excluded.get("failed_scans", [])
+            if entry.get("key") in wanted}
 
 
 def _build_scans(instance, scans, definitions, resources, config, config_file, workers) -> list:
@@ -506,10 +534,14 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         for line in [*output_summary(config), *scan_notes_lines(config, report)]:
             print(line)
     dataset_wide = "" if report.dataset_wide_error is None else ", dataset-wide assets FAILED"
-    print(f"summary: {len(report.ok)} ok, {len(report.failed)} failed{dataset_wide}")
+    left_out = f", {len(report.left_out)} built but left out of the release" if report.left_out else ""
+    print(f"summary: {len(report.ok)} ok, {len(report.failed)} failed{dataset_wide}{left_out}")
     for key, error in report.failed.items():
         print(f"  FAILED {key}: {error}")
     if report.dataset_wide_error is not None:
         print(f"  FAILED dataset-wide: {report.dataset_wide_error}")
-    # Failed partitions are reported but do not fail the build; no release (a blocked gate) does.
-    return 0 if report.ok and report.dataset_wide_error is None else 1
+    for key, why in sorted(report.left_out.items()):
+        print(f"  LEFT OUT {key} ({why}); build again to release it")
+    # Failed partitions are reported but do not fail the build; no release (a blocked gate), or a release that left
+    # out scans this build built, does.
+    return 0 if report.ok and report.dataset_wide_error is None and not report.left_out else 1

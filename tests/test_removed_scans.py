@@ -146,6 +146,33 @@ def test_worker_processes_remove_no_partition(tmp_path, monkeypatch, capsys):
     assert sorted(pl.read_parquet(out / "releases" / version / "tables" / "scans.parquet")["key"]) == KEYS
 
 
+def test_a_build_whose_release_leaves_out_scans_it_built_fails(tmp_path, monkeypatch, capsys):
+    """The release decides from the instance, not from the build's runs: when the worker processes load other code
+    or config than the build did (here the deployment's config file changed between the two, as an edit on disk
+    during a build does), the scans they built are stale to the release and left out. The build must say so and
+    fail, not print "ok" over a partial release."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SCAN2QA_CONFIG", raising=False)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    scans, out = tmp_path / "scans", tmp_path / "out"
+    assert main(["synth", "--out", str(scans), "--scenes", "3", "--frames", "8", "--seed", "0", "--workers", "1"]) == 0
+    assert main(["build", "--scans", str(scans), "--out", str(out), "--workers", "1"]) == 0
+    for scene in ("synth0000_00", "synth0001_00"):
+        pose = sorted((scans / scene / "pose").iterdir())[0]
+        stat = pose.stat()
+        os.utime(pose, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    changed = tmp_path / "changed.yaml"  # read by the workers' code versions only: this process has loaded its own
+    changed.write_text("visibility:\n  fraction_threshold: 0.2\n")
+    monkeypatch.setenv("SCAN2QA_CONFIG", str(changed))
+    capsys.readouterr()
+    assert main(["build", "--scans", str(scans), "--out", str(out), "--workers", "2"]) == 1
+    printed = capsys.readouterr().out
+    assert "summary: 3 ok, 0 failed, 2 built but left out of the release" in printed, printed
+    for key in KEYS[:2]:
+        assert f"  LEFT OUT {key} (stale: " in printed, printed
+
+
 def test_a_build_discovery_with_an_unreadable_folder_is_incomplete(tmp_path, monkeypatch):
     """What ``scan2qa build`` passes to ``remove_gone_partitions``: a folder it could not list may hold scans."""
     from pipeline.scene.discovery import discover

@@ -108,13 +108,27 @@ def test_names_match_words_plurals_and_synonyms():
 
 
 def test_blind_predictors_stay_at_chance():
-    """Category prior (cross-validated by scene), mention in the scene's other questions, both, frequency: <= 55%."""
-    candidates, labels, tpv = _drawn()
-    qa = pl.concat([candidates.filter(pl.col("question_type") != "presence"), tpv])
-    figures = blind_figures(qa)
-    assert abs(figures["yes_share"] - 50.0) <= 1.0
+    """Category prior (cross-validated by scene), mention in the scene's other questions, both, frequency: at
+    chance over the draws of eight keys.
+
+    One draw is one sample: with 20 labels, the category prior of a single key's draw of this benchmark reads
+    35-60% (80 scenes; 38-55% at 240), because each label's answers are coin flips and a held-out fold sees few
+    labels. What the draw must give is chance in expectation, so the figures are averaged over keys (fixed: the
+    test is deterministic), with a bound near chance; the old way of drawing reads above 60% on any one key.
+    """
+    from pipeline.qa.letter_key import LetterKey
+
+    candidates, labels = _benchmark(0)
+    positives = candidates.filter(pl.col("question_type") == "presence")
+    others = candidates.filter(pl.col("question_type") != "presence")
+    draws = [blind_figures(pl.concat([others, draw_presence(positives, labels, seed=0, key=LetterKey(bytes([k]) * 32))]))
+             for k in range(1, 9)]
+    for figures in draws:
+        assert abs(figures["yes_share"] - 50.0) <= 1.0
     for name in ("category_prior", "mentioned", "both", "frequency"):
-        assert figures[name] <= 55.0, (name, figures)
+        mean = sum(f[name] for f in draws) / len(draws)
+        assert mean <= 52.5, (name, mean, [round(f[name], 1) for f in draws])
+    candidates, labels, tpv = _drawn()
     # The per-scan positives alone, balanced the old way (negatives from any absent label), are answerable blind.
     old = []
     for key, frame in candidates.filter(pl.col("question_type") == "presence").group_by("key", maintain_order=True):

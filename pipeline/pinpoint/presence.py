@@ -24,8 +24,9 @@ away). The rules here remove all three:
 * **Scenes**: the program keeps as many negatives in a scene as positives, so a scene's expected share of
   "Yes" is one half whatever it holds; the side of each pair is drawn so that every budget pattern of a split is
   half "Yes" (an odd number of pairs leaves one over, on a drawn side).
-* **Keyed**: the side is drawn from the release's letter key when the step has one (``pipeline.qa.letter_key``):
-  the seed ships with the release, the key does not.
+* **Keyed**: the side is drawn from the release's letter key (``pipeline.qa.letter_key``; the environment's
+  when the caller passes none, and one line saying how to give one when there is none): the seed ships with the
+  release, the key does not, so a side is never a draw anyone holding the release can repeat.
 * **Per split**: the draw is made within each scene-level split (``draw_presence_per_split``), so no pair
   spans two splits.
 
@@ -51,7 +52,7 @@ from scipy.optimize import linprog
 from pipeline import schemas
 from pipeline.pinpoint import templates as T
 from pipeline.pinpoint.rows import question_row
-from pipeline.qa.letter_key import LetterKey
+from pipeline.qa.letter_key import LetterKey, required
 from pipeline.seeding import stable_int
 from pipeline.vocab import SMALL_OBJECT_LABELS, SMALL_OBJECT_SYNONYMS, normalize_label, small_object_category
 
@@ -207,12 +208,9 @@ def _pairs(kept: list[tuple[str, str]], drawn: list[tuple[str, str]], seed: int,
 
 def _sides(pairs: list[tuple[str, str, str]], seed: int, tag: str, key: LetterKey | None) -> list[bool]:
     """For each pair, whether its "Yes" side is asked: half the pairs of a pattern (an odd count's extra pair
-    either way), which half being a keyed draw (the letter key when given: the seed ships with the release)."""
+    either way), which half being a keyed draw (the seed alone ships with the release)."""
     names = [f"{tag}\x1f{label}\x1f{a}\x1f{b}" for label, a, b in pairs]
-    if key is not None:
-        draws = key.ints(seed, "presence/side", names)
-    else:
-        draws = [stable_int("tpv-side", seed, name) for name in names]
+    draws = required(key).ints(seed, "presence/side", names)
     ranked = sorted(range(len(pairs)), key=lambda j: (draws[j], names[j]))
     first = bool(draws[ranked[0]] & 1) if ranked else True  # which side an odd count's extra pair takes
     asked_yes = [False] * len(pairs)
@@ -228,7 +226,7 @@ def draw_presence(
 
     ``positives`` are the per-scan steps' "Yes" rows (every budget); ``scene_labels`` every object label of
     every scene of the benchmark (what "absent" is judged against); ``key`` the release's letter key, which
-    draws the sides (without it, the seed does).
+    draws the sides (without it, the environment's: ``letter_key.required``).
     """
     if positives.is_empty():
         return schemas.empty("qa_candidates")

@@ -7,8 +7,9 @@ UI's Materialize sends (``launchPipelineExecution`` of ``__ASSET_JOB`` with one 
 it in one run, and the next release holds the scan (it used to leave it out as stale). Counted by tags: after the
 build no run comes for several automation ticks; after the rerun exactly one heal run of that partition and one
 dataset-wide run come, then nothing for several ticks more; after a whole-scan run of the other partition
-(``scan_job`` from its launchpad, spanning many ticks) only one dataset-wide run comes. Every wait polls the
-instance or the release pointer.
+(``scan_job`` from its launchpad, spanning many ticks) only one dataset-wide run comes. Then that scan's mesh is
+cut short: the UI reads its failed run's one line first, and the next release says it is partial (its WARN check
+failed, the report's first lines). Every wait polls the instance or the release pointer.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 
 from runs.demo_instance import instance_yaml
 from tests.dagster_ui import graphql, webserver_ready
+from tests.real_scans import break_truncated_ply
 from deploy.local_cluster import free_port, stop_process_group
 
 pytestmark = pytest.mark.slow  # a daemon, a webserver and their runs on a SQLite instance: minutes, no cluster
@@ -69,6 +71,47 @@ def materialize_from_ui(port: int, asset: str | None, partition: str) -> str:
     launched = answer["data"]["launchPipelineExecution"]
     assert launched["__typename"] == "LaunchRunSuccess", answer
     return launched["run"]["runId"]
+
+
+STEP_FAILURES = """
+query($runId: ID!) {
+  logsForRun(runId: $runId) {
+    __typename
+    ... on EventConnection {
+      events {
+        __typename
+        ... on ExecutionStepFailureEvent { stepKey error { message } failureMetadata { description } }
+      }
+    }
+  }
+}
+"""
+
+CHECK_EXECUTIONS = """
+query($assetKey: AssetKeyInput!, $checkName: String!) {
+  assetCheckExecutions(assetKey: $assetKey, checkName: $checkName, limit: 1) {
+    status
+    evaluation { severity description }
+  }
+}
+"""
+
+
+def step_failure_as_the_ui_reads_it(port: int, run_id: str) -> str:
+    """The description of the run's step failure, which the run page shows above the trace; also the first line
+    of the error the trace belongs to."""
+    answer = graphql(port, STEP_FAILURES, {"runId": run_id})
+    events = answer["data"]["logsForRun"]["events"]
+    [failure] = [e for e in events if e["__typename"] == "ExecutionStepFailureEvent"]
+    line = failure["failureMetadata"]["description"]
+    assert failure["error"]["message"].splitlines()[0].endswith(line), failure
+    return line
+
+
+def latest_check_as_the_ui_reads_it(port: int, asset: str, check: str) -> dict:
+    answer = graphql(port, CHECK_EXECUTIONS, {"assetKey": {"path": [asset]}, "checkName": check})
+    [latest] = answer["data"]["assetCheckExecutions"]
+    return latest
 
 
 def wait_for(predicate, what: str, timeout: float, processes: dict[str, subprocess.Popen], logs: Path,
@@ -218,6 +261,38 @@ def test_a_ui_rerun_of_one_asset_heals_its_partition_and_the_release_holds_it(tm
                 (r.asset_selection, r.tags) for r in runs]
             latest = latest_release(out)
             assert released_scans(out, latest) == {RERUN_KEY, OTHER_KEY}
+
+            # 5. One scan's mesh cut short: discovery rebuilds it, its run fails, and the UI reads the one line
+            # first; the next release leaves it out in plain sight (a failed WARN check on the release, the
+            # report's first lines).
+            before = {run.run_id for run in instance.get_runs()}
+            break_truncated_ply(scans / OTHER_KEY.split("/")[1])
+
+            def failed_scan_run():
+                runs = [r for r in instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": OTHER_KEY}))
+                        if r.run_id not in before and r.is_finished]
+                return runs[0] if runs else None
+
+            broken = wait_for(failed_scan_run, "the broken scan's run", 900, processes, tmp_path)
+            assert broken.status == dg.DagsterRunStatus.FAILURE
+            line = step_failure_as_the_ui_reads_it(port, broken.run_id)
+            assert line.startswith(f"{OTHER_KEY}: ") and "_vh_clean_2.ply" in line and "\n" not in line, line
+
+            def partial_release():
+                version = latest_release(out)
+                return version if version != latest and OTHER_KEY not in released_scans(out, version) else None
+
+            partial = wait_for(partial_release, "a release leaving the broken scan out", 900, processes, tmp_path)
+            [left_out] = manifest(out, partial)["checks"]["excluded_scans"]["failed_scans"]
+            assert left_out["key"] == OTHER_KEY and left_out["state"] == "failed", left_out
+            check = latest_check_as_the_ui_reads_it(port, "release", "all_registered_scans_released")
+            assert check["status"] == "FAILED" and check["evaluation"]["severity"] == "WARN", check
+            assert check["evaluation"]["description"] == "1 of 2 registered scans left out of the release", check
+            report = (out / "releases" / partial / "report" / "index.html").read_text()
+            body = report[report.index("<body"):]
+            first = body.index('id="excluded-scans"')
+            assert first < body.index("<h2") and "Partial release: 1 of 2 registered scans released, 1 left out." in body
+            assert OTHER_KEY in body[first:body.index("<h2")] and "_vh_clean_2.ply" in body[first:body.index("<h2")]
     finally:
         for process in processes.values():
             stop_process_group(process, timeout=60)

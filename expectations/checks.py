@@ -4,9 +4,8 @@ What counts as failing follows GX's pandas engine exactly: column rules skip
 missing values (null, and NaN in float columns, which pandas calls missing);
 a uniqueness rule fails every row of a duplicated group; a compound key
 whose values are all missing is skipped; a column rule on a column the view
-lacks fails with no rows named. The runner still hands GX a bounded sample
-(``bounded_rows``) that contains failing rows of every failed rule, so GX's
-verdicts on it must match these.
+lacks fails with no rows named. The runner has GX validate every row too
+(``runner.gx_batches``), and GX's verdicts must match these.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ import polars as pl
 from expectations.suites import Rule
 
 MAX_LISTED_ROWS = 20  # failing rows named per rule
-SAMPLE_ROWS = 1000  # leading rows of a view that GX validates besides the failing ones
 
 
 @dataclass(frozen=True)
@@ -73,24 +71,6 @@ def check_rule(rule: Rule, view: pl.DataFrame) -> RuleCheck:
     return RuleCheck(count == 0, count, failing.arg_true().head(MAX_LISTED_ROWS).to_list() if count else [])
 
 
-def bounded_rows(view: pl.DataFrame, rules: list[Rule], checks: dict[str, RuleCheck]) -> pl.DataFrame:
-    """The first rows plus the listed failing rows of every rule (with a duplicate of the first for uniqueness)."""
-    positions = set(range(min(SAMPLE_ROWS, view.height)))
-    for rule in rules:
-        check = checks[rule.name]
-        positions.update(check.positions)
-        if check.positions and "Unique" in rule.expectation:
-            columns = rule.kwargs.get("column_list") or [rule.kwargs["column"]]
-            first = view.slice(check.positions[0], 1).select(columns).row(0)
-            partner = (
-                view.with_row_index("_row")
-                .filter(pl.all_horizontal(pl.col(c).eq_missing(v) for c, v in zip(columns, first)))
-                .filter(pl.col("_row") != check.positions[0])["_row"]
-            )
-            positions.update(partner.head(1).to_list())
-    return view[sorted(positions)] if positions else view.clear()
-
-
 def failing_ids(view: pl.DataFrame, id_column: str | None, positions: list[int]) -> list[str]:
     if not id_column or id_column not in view.columns:
         return [str(p) for p in positions]
@@ -113,11 +93,10 @@ class SlicedView:
 
 @dataclass
 class Decided:
-    """A suite's rules decided over a whole view: per-rule checks, the sample GX validates, the view's height and
-    the id of every listed failing row."""
+    """A suite's rules decided over a whole view: per-rule checks, the view's height and the id of every listed
+    failing row."""
 
     checks: dict[str, RuleCheck]
-    sample: pl.DataFrame
     height: int
     ids: dict[int, str]
 
@@ -130,12 +109,12 @@ def _ids_at(rows: pl.DataFrame, positions: list[int], id_column: str | None) -> 
 
 
 def decide(view: pl.DataFrame | SlicedView, rules: list[Rule], id_column: str | None) -> Decided:
-    """Every rule of a suite over ``view``, whole or sliced; both give the same checks, sample and ids."""
+    """Every rule of a suite over ``view``, whole or sliced; both give the same checks and ids."""
     if isinstance(view, SlicedView):
         return _decide_sliced(view, rules, id_column)
     checks = {rule.name: check_rule(rule, view) for rule in rules}
     listed = sorted({p for check in checks.values() for p in check.positions})
-    return Decided(checks, bounded_rows(view, rules, checks), view.height, _ids_at(view[listed], listed, id_column))
+    return Decided(checks, view.height, _ids_at(view[listed], listed, id_column))
 
 
 def _whole_table_rule(rule: Rule) -> bool:
@@ -144,68 +123,40 @@ def _whole_table_rule(rule: Rule) -> bool:
 
 def _decide_sliced(view: SlicedView, rules: list[Rule], id_column: str | None) -> Decided:
     """``decide`` one slice at a time: row rules add up over slices (their first failing rows are the first of
-    the first slices that fail), uniqueness is decided over the whole table's key columns, and the sample is
-    gathered as the slices pass (a second pass only for a duplicate's partner or row not yet seen)."""
+    the first slices that fail, their ids read as the slice passes), uniqueness is decided over the whole table's
+    key columns (and the id column, for the failing rows' ids)."""
     table_rules = [r for r in rules if r.expectation == "ExpectTableColumnsToMatchOrderedList"]
     row_rules = [r for r in rules if r not in table_rules and not _whole_table_rule(r)]
     counts = {r.name: 0 for r in row_rules}
     passed = {r.name: True for r in row_rules}
     listed: dict[str, list[int]] = {r.name: [] for r in row_rules}
     checks: dict[str, RuleCheck] = {}
-    kept: dict[tuple[int, ...], pl.DataFrame] = {}
+    ids: dict[int, str] = {}
+    names_seen: list[str] = []
     offset = 0
     for piece in view.slices():
+        names_seen = names_seen or list(piece.columns)
         if not checks and table_rules:
             checks.update({r.name: check_rule(r, piece) for r in table_rules})
-        wanted = set(range(min(max(SAMPLE_ROWS - offset, 0), piece.height)))
         for rule in row_rules:
             check = check_rule(rule, piece)
             counts[rule.name] += check.unexpected_count
             passed[rule.name] &= check.success
             new = check.positions[: MAX_LISTED_ROWS - len(listed[rule.name])]
             listed[rule.name] += [offset + p for p in new]
-            wanted.update(new)
-        _keep_rows(kept, piece, sorted(wanted), offset)
+            if new:
+                ids.update(_ids_at(piece[new], [offset + p for p in new], id_column))
         offset += piece.height
     for rule in table_rules:
         checks.setdefault(rule.name, RuleCheck(True, 0, []))  # no slice at all: an empty view passes (as GX says)
     checks.update({r.name: RuleCheck(passed[r.name], counts[r.name], listed[r.name]) for r in row_rules})
-    partners: set[int] = set()
     for rule in (r for r in rules if _whole_table_rule(r)):
-        names = rule.kwargs.get("column_list") or [rule.kwargs["column"]]
-        columns = view.columns(list(names))
+        names = list(rule.kwargs.get("column_list") or [rule.kwargs["column"]])
+        with_id = id_column is not None and id_column in names_seen and id_column not in names
+        columns = view.columns(names + ([id_column] if with_id else []))
         check = check_rule(rule, columns)
         checks[rule.name] = check
-        partners.update(check.positions)
         if check.positions:
-            first = columns.slice(check.positions[0], 1).row(0)
-            partner = (
-                columns.with_row_index("_row")
-                .filter(pl.all_horizontal(pl.col(c).eq_missing(v) for c, v in zip(names, first)))
-                .filter(pl.col("_row") != check.positions[0])["_row"]
-            )
-            partners.update(partner.head(1).to_list())
+            ids.update(_ids_at(columns[check.positions], check.positions, id_column))
         del columns
-    missing = partners - {p for block in kept for p in block}
-    if missing:
-        offset = 0
-        for piece in view.slices():
-            _keep_rows(kept, piece, sorted(q - offset for q in missing if offset <= q < offset + piece.height), offset)
-            offset += piece.height
-    positions = sorted(p for block in kept for p in block)
-    if kept:
-        sample = pl.concat([rows.with_columns(pl.Series("_pos", list(block))) for block, rows in kept.items()])
-        sample = sample.sort("_pos").drop("_pos")
-    else:
-        sample = next(iter(view.slices()), pl.DataFrame()).clear()
-    failing = sorted({p for check in checks.values() for p in check.positions})
-    index = {p: i for i, p in enumerate(positions)}
-    ids = _ids_at(sample[[index[p] for p in failing]], failing, id_column) if failing else {}
-    return Decided(checks, sample, offset, ids)
-
-
-def _keep_rows(kept: dict[tuple[int, ...], pl.DataFrame], piece: pl.DataFrame, rows: list[int], offset: int) -> None:
-    """Rows ``rows`` of a slice, copied out of it (a gathered frame's strings still point into the slice's
-    buffers, which would keep every slice alive), under their positions in the whole view."""
-    if rows:
-        kept[tuple(offset + p for p in rows)] = pl.from_arrow(piece[rows].to_arrow())
+    return Decided(checks, offset, ids)

@@ -176,8 +176,9 @@ def render_index(validations: list[SuiteValidation]) -> str:
                 ("failed", str(failed))])
         + f'<p class=meta>Each validation is one expectation suite run against its table (a view of the released table '
         f"plus the helper columns the gate computes across tables). Every rule is decided over all rows; Great "
-        f"Expectations {_esc(gx_version)} validates a bounded sample of each view (the first rows and the first failing "
-        f"ones) and must reach the same verdict.</p>"
+        f"Expectations {_esc(gx_version)} validates every row too, in batches (row rules over slices, their unexpected "
+        f"counts added up; uniqueness over the key columns, equal keys in one batch), and must reach the same "
+        f"verdict.</p>"
         + "<h2>Validations</h2><table><tr><th>status</th><th>suite</th><th>rows checked</th><th>rows GX validated</th>"
         "<th>expectations</th><th>passed</th><th>failed</th></tr>" + "".join(rows) + "</table>"
         + (("<h2>Failed expectations</h2><ul>" + "".join(failures) + "</ul>") if failures else "")

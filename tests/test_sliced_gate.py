@@ -30,9 +30,8 @@ def _sliced(tmp_path, tables: dict) -> dict:
 
 @pytest.fixture(autouse=True)
 def small_slices(monkeypatch):
-    # Row groups of 3 rows, samples of 4 leading rows and 2 listed failures stand for 1 Mi, 1,000 and 20.
+    # Row groups of 3 rows and 2 listed failures stand for 1 Mi and 20.
     monkeypatch.setattr(storage, "ROW_GROUP_ROWS", 3)
-    monkeypatch.setattr(checks, "SAMPLE_ROWS", 4)
     monkeypatch.setattr(checks, "MAX_LISTED_ROWS", 2)
 
 
@@ -54,7 +53,6 @@ def test_sliced_and_whole_views_decide_alike(tmp_path, breakage):
     b = checks.decide(sliced_views["qa"], suite.rules, suite.id_column)
     assert isinstance(sliced_views["qa"], checks.SlicedView)
     assert (a.checks, a.height, a.ids) == (b.checks, b.height, b.ids)
-    assert a.sample.equals(b.sample)
 
 
 def test_gate_on_a_sliced_qa_is_the_gate_on_the_whole(tmp_path):

@@ -90,11 +90,11 @@ test-slow: setup
 	$(BIN)/python -m pytest -n 2 -q -m slow
 
 # The slow tests that are issues' acceptance (config staleness, a fourth budget, interrupts, a full disk, up-to-date
-# builds, no abort at exit, the dataset bench on real sources): CI runs these; the rest of the slow tier is for a
-# change that touches its subject.
+# builds, no abort at exit, the dataset bench on real sources, the UI journeys under the real daemon): CI runs these;
+# the rest of the slow tier is for a change that touches its subject.
 ACCEPTANCE := tests/test_config_staleness.py tests/test_budget_128.py tests/test_build_interrupts.py \
               tests/test_build_out_of_space.py tests/test_build_up_to_date.py tests/test_build_exit_status.py \
-              tests/test_dataset_bench.py
+              tests/test_dataset_bench.py tests/test_daemon_rerun.py
 test-acceptance: setup
 	$(BIN)/python -m pytest -n 2 -q -rs -m slow $(ACCEPTANCE)
 

@@ -233,16 +233,21 @@ def release_summary(config: Config) -> list[str]:
     ]
 
 
-def churn_lines(release) -> list[str]:
-    """The release's churn by cause (its manifest's ``checks.churn``), when it follows another release."""
+def manifest_checks(release) -> dict:
+    """The ``checks`` of a release folder's manifest; empty when it cannot be read."""
     import json
 
+    try:
+        return json.loads((release / "manifest.json").read_text()).get("checks", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def churn_lines(release) -> list[str]:
+    """The release's churn by cause (its manifest's ``checks.churn``), when it follows another release."""
     from pipeline.release.churn import churn_line
 
-    try:
-        record = json.loads((release / "manifest.json").read_text()).get("checks", {}).get("churn")
-    except (OSError, ValueError):
-        return []
+    record = manifest_checks(release).get("churn")
     return [f"  questions {churn_line(record['totals'], record['previous_release'])}"] if record else []
 
 
@@ -307,8 +312,9 @@ def _build_in(instance, report, scans, definitions, resources, config, config_fi
             report.failed[outcome.key] = outcome.error
     report.ok = sorted([*report.ok, *fresh])
     dataset_selection = dataset_wide_keys(all_assets)
+    releasing = bool(dataset_wide and dataset_selection and report.ok)
     release = None
-    if dataset_wide and dataset_selection and report.ok:
+    if releasing:
         observe_verdicts(all_assets, resources, instance)  # a changed verdicts file makes the release stale
         if not to_build:  # nothing built now: the release may be current too (asked before the notes change)
             release = dataset_wide_up_to_date(instance, definitions, resources, config, report.skipped)
@@ -318,7 +324,7 @@ def _build_in(instance, report, scans, definitions, resources, config, config_fi
         report.release_up_to_date = release
         print(f"up to date: the dataset-wide assets and release {release} (latest) were built from these scans, "
               f"code and config (not built again)", flush=True)
-    elif dataset_wide and dataset_selection and report.ok:
+    elif releasing:
         from runs.step_lines import listener, print_line
 
         started = time.perf_counter()
@@ -337,8 +343,7 @@ def _build_in(instance, report, scans, definitions, resources, config, config_fi
             print(f"dataset-wide ({names}) ... FAILED: {error}", flush=True)
             for line in details:
                 print(f"  {line}", flush=True)
-    if report.release_up_to_date is not None or (dataset_wide and dataset_selection and report.ok
-                                                  and report.dataset_wide_error is None):
+    if releasing and report.dataset_wide_error is None:  # a release was published, or the latest is current
         report.left_out = left_out_of_release(config, report.ok)
 
 
@@ -351,16 +356,10 @@ def left_out_of_release(config: Config, built: list[str]) -> dict[str, str]:
     or one a run elsewhere was rebuilding at the time, is left out as stale or in progress. Such a build made a
     partial release, and must not say it succeeded.
     """
-    import json
-
     version = latest_release(config)
     if version is None:
         return {}
-    manifest = upath(config.releases_root, config.storage_options) / version / "manifest.json"
-    try:
-        excluded = json.loads(manifest.read_text()).get("checks", {}).get("excluded_scans") or {}
-    except (OSError, ValueError):
-        return {}
+    excluded = manifest_checks(upath(config.releases_root, config.storage_options) / version).get("excluded_scans") or {}
     wanted = set(built)
     return {entry["key"]: f"{entry['state']}: {entry['error']}" for entry in excluded.get("failed_scans", [])
             if entry.get("key") in wanted}

@@ -128,7 +128,6 @@ def test_blind_predictors_stay_at_chance():
     for name in ("category_prior", "mentioned", "both", "frequency"):
         mean = sum(f[name] for f in draws) / len(draws)
         assert mean <= 52.5, (name, mean, [round(f[name], 1) for f in draws])
-    candidates, labels, tpv = _drawn()
     # The per-scan positives alone, balanced the old way (negatives from any absent label), are answerable blind.
     old = []
     for key, frame in candidates.filter(pl.col("question_type") == "presence").group_by("key", maintain_order=True):
